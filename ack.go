@@ -1,0 +1,428 @@
+package queen
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/queenlite/queen/internal/keys"
+	"github.com/queenlite/queen/internal/record"
+)
+
+// AckStatus is the outcome an ack gives a message.
+type AckStatus string
+
+// Ack statuses.
+const (
+	// AckCompleted settles the message.
+	AckCompleted AckStatus = "completed"
+	// AckFailed spends one unit of the (partition, group) retry budget: the
+	// message and the rest of its partition's batch come back after the
+	// queue's RetryDelay. With no budget left it is dead-lettered instead.
+	AckFailed AckStatus = "failed"
+	// AckRetry gives the batch back from this message on without spending
+	// the retry budget.
+	AckRetry AckStatus = "retry"
+	// AckDLQ dead-letters the message at once, whatever budget is left.
+	AckDLQ AckStatus = "dlq"
+	// AckPark moves the message to the parked store (for messages nothing
+	// could read), without consulting the retry budget.
+	AckPark AckStatus = "park"
+)
+
+// AckItem settles one delivered message.
+type AckItem struct {
+	TransactionID string // required
+	PartitionID   string // required
+	// LeaseID fences the ack: it is refused with [ErrLeaseExpired] unless
+	// that lease still holds the partition. Empty means unfenced.
+	LeaseID string
+	// Group is the consumer group that popped it; empty means queue mode.
+	Group  string
+	Status AckStatus // defaults to AckCompleted; "success" is an alias
+	// Error is kept with the message if it is dead-lettered or parked.
+	Error string
+}
+
+// AckResult reports one ack item, in request order.
+type AckResult struct {
+	TransactionID string
+	Queue         string
+	Partition     string
+	Success       bool
+	// Err says why the item was refused: [ErrNotFound] (no such message),
+	// [ErrLeaseExpired], or an [*ArgumentError] for an unknown status.
+	Err error
+	// LeaseReleased reports that this ack freed the partition's lease.
+	LeaseReleased bool
+	// DeadLettered and Parked report where the message went.
+	DeadLettered bool
+	Parked       bool
+}
+
+// AckOptions are the options of [Broker.Ack].
+type AckOptions struct {
+	// ConsumerGroup that popped the message; empty means queue mode.
+	ConsumerGroup string
+	// Error text, kept if the message is dead-lettered.
+	Error string
+	// Status, when set, overrides the ok argument of Ack.
+	Status AckStatus
+	// LeaseID defaults to the message's own.
+	LeaseID string
+}
+
+// Ack settles one message: completed when ok, failed otherwise (or
+// opts.Status). A refused ack returns the item's error ([ErrLeaseExpired],
+// [ErrNotFound]) along with the result.
+func (b *Broker) Ack(ctx context.Context, msg *Message, ok bool, opts AckOptions) (*AckResult, error) {
+	if msg == nil {
+		return nil, argErr("msg", "must not be nil")
+	}
+	st := opts.Status
+	if st == "" {
+		st = AckCompleted
+		if !ok {
+			st = AckFailed
+		}
+	}
+	group := opts.ConsumerGroup
+	if group == "" && msg.ConsumerGroup != QueueModeGroup {
+		group = msg.ConsumerGroup
+	}
+	leaseID := opts.LeaseID
+	if leaseID == "" {
+		leaseID = msg.LeaseID
+	}
+	res, err := b.AckBatch(ctx, []AckItem{{TransactionID: msg.TransactionID, PartitionID: msg.PartitionID, LeaseID: leaseID, Group: group, Status: st, Error: opts.Error}})
+	if err != nil {
+		return nil, err
+	}
+	return &res[0], res[0].Err
+}
+
+// AckBatch settles many messages, possibly of several partitions. Within
+// one (partition, group) items are applied in offset order and the cursor
+// moves only through the leading run of settled messages: it stops before
+// the first message that comes back (failed with budget left, or retry),
+// and anything acked completed after it is delivered again. Refused items
+// change nothing and are reported in their result; the call's error is for
+// invalid input and storage failures.
+func (b *Broker) AckBatch(ctx context.Context, items []AckItem) ([]AckResult, error) {
+	start := time.Now()
+	for i := range items {
+		if items[i].TransactionID == "" {
+			return nil, argErr("AckItem["+strconv.Itoa(i)+"].TransactionID", "is required")
+		}
+		if items[i].PartitionID == "" {
+			return nil, argErr("AckItem["+strconv.Itoa(i)+"].PartitionID", "is required")
+		}
+	}
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	results, ops, err := b.applyAcks(items, b.now(), false)
+	if err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	var done <-chan error
+	if len(ops) > 0 {
+		done = b.w.submit(ops)
+	}
+	b.mu.Unlock()
+	if done != nil {
+		if err := waitCtx(ctx, done); err != nil {
+			return nil, err
+		}
+	}
+	b.observeAcks(items, results, time.Since(start))
+	return results, nil
+}
+
+func (b *Broker) observeAcks(items []AckItem, results []AckResult, d time.Duration) {
+	counts := make(map[AckStatus]int, 2)
+	for i := range results {
+		if results[i].Success {
+			counts[normStatus(items[i].Status)]++
+		}
+	}
+	for st, n := range counts {
+		queue := ""
+		if len(results) > 0 {
+			queue = results[0].Queue
+		}
+		b.obs.Observe(Event{Kind: EventAck, Queue: queue, Group: groupName(items[0].Group), Status: st, Count: n, Duration: d})
+	}
+}
+
+func normStatus(s AckStatus) AckStatus {
+	switch s {
+	case "", "success":
+		return AckCompleted
+	}
+	return s
+}
+
+// ackTarget is an item resolved to a delivered message.
+type ackTarget struct {
+	item int // index in the request
+	c    *cursor
+	fi   int // index in c.fl.msgs
+}
+
+// applyAcks applies items in memory and returns the writes that make them
+// durable. Under b.mu. With all, the first refused item aborts everything
+// and nothing changes (transactions).
+func (b *Broker) applyAcks(items []AckItem, now int64, all bool) ([]AckResult, []op, error) {
+	results := make([]AckResult, len(items))
+	var targets []ackTarget
+	for i := range items {
+		it := &items[i]
+		res := &results[i]
+		res.TransactionID = it.TransactionID
+		switch normStatus(it.Status) {
+		case AckCompleted, AckFailed, AckRetry, AckDLQ, AckPark:
+		default:
+			res.Err = &ArgumentError{Field: "Status", Reason: "invalid status: " + string(it.Status)}
+			if all {
+				return results, nil, &TransactionError{Index: i, Err: res.Err}
+			}
+			continue
+		}
+		t, err := b.resolveAck(it, res, now)
+		if err != nil {
+			res.Err = err
+			if all {
+				return results, nil, &TransactionError{Index: i, Err: err}
+			}
+			continue
+		}
+		if t.c == nil { // already settled: nothing to do
+			res.Success = true
+			continue
+		}
+		t.item = i
+		targets = append(targets, t)
+	}
+	// Apply per cursor, in offset order.
+	sort.SliceStable(targets, func(i, j int) bool {
+		if targets[i].c != targets[j].c {
+			return targets[i].c.p.pid < targets[j].c.p.pid || (targets[i].c.p.pid == targets[j].c.p.pid && targets[i].c.g.slot < targets[j].c.g.slot)
+		}
+		return targets[i].fi < targets[j].fi
+	})
+	var ops []op
+	for lo := 0; lo < len(targets); {
+		hi := lo + 1
+		for hi < len(targets) && targets[hi].c == targets[lo].c {
+			hi++
+		}
+		var err error
+		ops, err = b.settle(targets[lo:hi], items, results, now, ops)
+		if err != nil {
+			return nil, nil, err
+		}
+		lo = hi
+	}
+	return results, ops, nil
+}
+
+// resolveAck finds the delivered message an item names. A zero target
+// with no error means the message was already settled by that group.
+func (b *Broker) resolveAck(it *AckItem, res *AckResult, now int64) (ackTarget, error) {
+	p := b.partitionByID(it.PartitionID)
+	if p == nil {
+		return ackTarget{}, ErrNotFound
+	}
+	res.Queue, res.Partition = p.q.name, p.name
+	g := p.q.groups[groupName(it.Group)]
+	if g == nil || g.slot >= len(p.cursors) || p.cursors[g.slot] == nil {
+		if _, found, err := b.offsetOf(p, it.TransactionID); err != nil || !found {
+			return ackTarget{}, errors.Join(ErrNotFound, err)
+		}
+		return ackTarget{}, ErrLeaseExpired
+	}
+	c := p.cursors[g.slot]
+	if c.fl != nil && c.fl.lease != nil && c.fl.lease.expires <= now {
+		b.expireLease(c.fl.lease, now)
+	}
+	live := c.fl != nil && c.fl.lease != nil && len(c.fl.msgs) > 0
+	if it.LeaseID != "" && (!live || c.fl.lease.id != it.LeaseID) {
+		return ackTarget{}, ErrLeaseExpired
+	}
+	if live {
+		if fi := c.fl.find(it.TransactionID); fi >= 0 {
+			return ackTarget{c: c, fi: fi}, nil
+		}
+	}
+	off, found, err := b.offsetOf(p, it.TransactionID)
+	if err != nil {
+		return ackTarget{}, err
+	}
+	if !found {
+		return ackTarget{}, ErrNotFound
+	}
+	if off < c.offset {
+		return ackTarget{}, nil // settled before
+	}
+	return ackTarget{}, ErrLeaseExpired
+}
+
+// offsetOf looks a message up in the dedup index.
+func (b *Broker) offsetOf(p *partition, txid string) (int64, bool, error) {
+	var off int64
+	err := b.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(keys.TxIDKey(p.pid, txid))
+		if err != nil {
+			return err
+		}
+		return item.Value(func(v []byte) (err error) { off, err = record.DecodeOffset(v); return })
+	})
+	if err == badger.ErrKeyNotFound {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, storageErr("ack", err)
+	}
+	return off, true, nil
+}
+
+// find returns the index of the flight carrying txid, or -1.
+func (fl *inflight) find(txid string) int {
+	for i := range fl.msgs {
+		if fl.msgs[i].txid == txid {
+			return i
+		}
+	}
+	return -1
+}
+
+// settle applies the acks of one cursor, sorted by offset. Under b.mu.
+func (b *Broker) settle(ts []ackTarget, items []AckItem, results []AckResult, now int64, ops []op) ([]op, error) {
+	c := ts[0].c
+	fl := c.fl
+	q := c.p.q
+	comeback := false
+	settledNow := 0
+	var letters []letterSpec
+	for _, t := range ts {
+		it, res := &items[t.item], &results[t.item]
+		res.Success = true
+		f := &fl.msgs[t.fi]
+		if comeback { // above a message that comes back: delivered again
+			continue
+		}
+		if f.settled {
+			continue
+		}
+		switch normStatus(it.Status) {
+		case AckCompleted:
+			f.settled = true
+		case AckDLQ:
+			f.settled = true
+			res.DeadLettered = true
+			letters = append(letters, letterSpec{kind: keys.DeadLetter, off: f.off, txid: f.txid, errText: orDefault(it.Error, "Unknown error"), retries: c.retries})
+		case AckPark:
+			f.settled = true
+			res.Parked = true
+			letters = append(letters, letterSpec{kind: keys.Parked, off: f.off, txid: f.txid, errText: it.Error, retries: c.retries})
+		case AckFailed:
+			if int(c.retries) < q.cfg.RetryLimit {
+				c.retries++
+				comeback = true
+				if d := q.cfg.RetryDelay; d > 0 {
+					c.notBefore = now + d.Microseconds()
+				}
+			} else {
+				f.settled = true
+				res.DeadLettered = true
+				letters = append(letters, letterSpec{kind: keys.DeadLetter, off: f.off, txid: f.txid, errText: orDefault(it.Error, "Retries exhausted"), retries: c.retries})
+			}
+		case AckRetry:
+			comeback = true
+		}
+		if f.settled {
+			fl.done++
+			settledNow++
+		}
+	}
+	// The cursor moves through the leading run of settled messages.
+	prefix := c.offset
+	allDone := true
+	for i := range fl.msgs {
+		if !fl.msgs[i].settled {
+			allDone = false
+			break
+		}
+		prefix = fl.msgs[i].off + 1
+	}
+	if allDone && !comeback {
+		prefix = fl.end
+		c.retries = 0 // a batch completed: the budget starts over
+	}
+	moved := prefix != c.offset
+	if moved {
+		// Drop the settled flights below the cursor so later scans stay short.
+		k := 0
+		for k < len(fl.msgs) && fl.msgs[k].off < prefix {
+			k++
+		}
+		fl.msgs = fl.msgs[k:]
+		fl.done -= k
+	}
+	c.offset = prefix
+	c.consumed += int64(settledNow)
+	if settledNow > 0 {
+		c.lastAckAt = now
+		b.noteAckRate(c.g, settledNow, now)
+	}
+	released := comeback || (allDone && !comeback)
+	if released {
+		b.release(c)
+		for _, t := range ts {
+			results[t.item].LeaseReleased = true
+		}
+	}
+	if len(letters) > 0 {
+		lops, err := b.letterOps(c, letters, now)
+		if err != nil {
+			return nil, err
+		}
+		ops = append(ops, lops...)
+	}
+	if moved || comeback || settledNow > 0 {
+		ops = append(ops, c.saveOp())
+	}
+	if released {
+		b.check(c, now)
+	}
+	return ops, nil
+}
+
+// noteAckRate feeds the autopilot's estimate of how fast g settles.
+func (b *Broker) noteAckRate(g *group, n int, now int64) {
+	if g.rateAt == 0 {
+		g.rateAt = now
+		return
+	}
+	dt := float64(now-g.rateAt) / 1e6
+	if dt <= 0 {
+		dt = 1e-3
+	}
+	inst := float64(n) / dt
+	g.ackRate = 0.8*g.ackRate + 0.2*inst
+	g.rateAt = now
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

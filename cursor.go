@@ -1,0 +1,275 @@
+package queen
+
+import (
+	"encoding/json"
+
+	"github.com/queenlite/queen/internal/keys"
+	"github.com/queenlite/queen/internal/record"
+)
+
+// group is a consumer group on one queue. Guarded by Broker.mu.
+type group struct {
+	q          *queue
+	name       string
+	slot       int // index of this group's cursor in partition.cursors
+	mode       SubscriptionMode
+	from       int64 // subscriptionFrom, unix µs; 0 unless mode is "from"
+	joinedAt   int64
+	conflation bool
+	deleted    bool
+
+	readyHead, readyTail *cursor // partitions with deliverable messages and no lease
+	nReady               int
+	waiters              waitList              // pops of any partition
+	partWaiters          map[*partition]*waitList // pops of one named partition
+
+	ackRate float64 // messages settled per second, smoothed (autopilot)
+	rateAt  int64
+}
+
+// modeFrom is the stored mode of a group that started at a timestamp.
+const modeFrom SubscriptionMode = "timestamp"
+
+// groupMeta is the stored form of a group.
+type groupMeta struct {
+	Mode       SubscriptionMode `json:"m"`
+	From       int64            `json:"f,omitempty"`
+	JoinedAt   int64            `json:"j"`
+	Conflation bool             `json:"c,omitempty"`
+}
+
+func (g *group) meta() []byte {
+	b, _ := json.Marshal(groupMeta{Mode: g.mode, From: g.from, JoinedAt: g.joinedAt, Conflation: g.conflation})
+	return b
+}
+
+// cursor is one group's position in one partition. Guarded by Broker.mu.
+type cursor struct {
+	p         *partition
+	g         *group
+	offset    int64 // first offset not yet settled (durable)
+	retries   int32 // failed acks spent since the last completed batch (durable)
+	consumed  int64 // messages settled over the cursor's life (durable)
+	lastAckAt int64 // µs (durable)
+	notBefore int64 // µs; retry delay: not served before
+	wakeAt    int64 // µs; pending timer, 0 if none
+	fl        *inflight
+	att       *attempts
+	ready     bool
+	prev, nxt *cursor // ready list
+}
+
+// inflight is the batch a cursor has handed out and not yet settled.
+type inflight struct {
+	lease *lease // nil while an autoAck pop reads
+	end   int64  // one past the last claimed offset
+	msgs  []flight
+	done  int // flights with a terminal outcome
+}
+
+type flight struct {
+	off     int64
+	txid    string
+	settled bool
+}
+
+func (c *cursor) durable() record.Cursor {
+	return record.Cursor{Offset: c.offset, Retries: c.retries, Consumed: c.consumed, LastAckAt: c.lastAckAt}
+}
+
+func (c *cursor) saveOp() op {
+	return op{key: keys.CursorKey(c.p.pid, c.g.name), val: record.AppendCursor(nil, c.durable())}
+}
+
+// attempts counts deliveries of the offsets a cursor has handed out but not
+// yet settled, as runs of equal counts.
+type attempts struct {
+	end  int64 // one past the highest offset delivered
+	runs []attemptRun
+}
+
+type attemptRun struct {
+	from int64
+	n    int32
+}
+
+// deliver counts one more delivery of every offset in [from, to).
+func (a *attempts) deliver(from, to int64) {
+	if a.end <= from {
+		a.runs = append(a.runs[:0], attemptRun{from, 0})
+		a.end = from
+	}
+	// Drop runs wholly below from; the first kept run starts at from.
+	i := 0
+	for i+1 < len(a.runs) && a.runs[i+1].from <= from {
+		i++
+	}
+	a.runs = append(a.runs[:0], a.runs[i:]...)
+	if a.runs[0].from < from {
+		a.runs[0].from = from
+	} else if a.runs[0].from > from {
+		a.runs = append([]attemptRun{{from, 0}}, a.runs...)
+	}
+	// Split at to, so only [from, to) is bumped.
+	if to < a.end {
+		j := len(a.runs) - 1
+		for a.runs[j].from > to {
+			j--
+		}
+		if a.runs[j].from < to {
+			a.runs = append(a.runs, attemptRun{})
+			copy(a.runs[j+2:], a.runs[j+1:])
+			a.runs[j+1] = attemptRun{to, a.runs[j].n}
+		}
+	}
+	if to > a.end {
+		a.runs = append(a.runs, attemptRun{a.end, 0})
+		a.end = to
+	}
+	for k := range a.runs {
+		if a.runs[k].from < to {
+			a.runs[k].n++
+		}
+	}
+	// Merge neighbours with equal counts.
+	out := a.runs[:1]
+	for _, r := range a.runs[1:] {
+		if r.n == out[len(out)-1].n {
+			continue
+		}
+		out = append(out, r)
+	}
+	a.runs = out
+}
+
+// get returns how many times off was delivered.
+func (a *attempts) get(off int64) int32 {
+	if a == nil || off >= a.end {
+		return 0
+	}
+	n := int32(0)
+	for _, r := range a.runs {
+		if r.from > off {
+			break
+		}
+		n = r.n
+	}
+	return n
+}
+
+// ready list -------------------------------------------------------------
+
+func (g *group) pushReady(c *cursor) {
+	if c.ready {
+		return
+	}
+	c.ready = true
+	c.prev, c.nxt = g.readyTail, nil
+	if g.readyTail != nil {
+		g.readyTail.nxt = c
+	} else {
+		g.readyHead = c
+	}
+	g.readyTail = c
+	g.nReady++
+}
+
+func (g *group) removeReady(c *cursor) {
+	if !c.ready {
+		return
+	}
+	if c.prev != nil {
+		c.prev.nxt = c.nxt
+	} else {
+		g.readyHead = c.nxt
+	}
+	if c.nxt != nil {
+		c.nxt.prev = c.prev
+	} else {
+		g.readyTail = c.prev
+	}
+	c.prev, c.nxt, c.ready = nil, nil, false
+	g.nReady--
+}
+
+// check puts c on its group's ready list if it can be served now, and
+// otherwise schedules the moment it might be. Under b.mu.
+func (b *Broker) check(c *cursor, now int64) {
+	if c.g.deleted || c.p.deleted {
+		return
+	}
+	if c.fl != nil {
+		if l := c.fl.lease; l != nil {
+			if l.expires <= now {
+				b.expireLease(l, now)
+			} else {
+				b.timers.schedule(c, l.expires)
+			}
+		}
+		return
+	}
+	if c.ready || !b.servable(c, now) {
+		return
+	}
+	c.g.pushReady(c)
+	c.g.waiters.wakeOne()
+	if wl := c.g.partWaiters[c.p]; wl != nil {
+		wl.wakeAll()
+	}
+}
+
+// servable reports whether c, which holds no lease, has messages it may be
+// given now; when only time stands in the way it schedules a check.
+func (b *Broker) servable(c *cursor, now int64) bool {
+	p := c.p
+	if c.offset < p.first {
+		c.offset = p.first
+	}
+	if c.offset >= p.next {
+		return false
+	}
+	if c.notBefore > now {
+		b.timers.schedule(c, c.notBefore)
+		return false
+	}
+	if w := p.q.cfg.WindowBuffer; w > 0 {
+		if open := p.lastPushAt + w.Microseconds(); open > now {
+			b.timers.schedule(c, open)
+			return false
+		}
+	}
+	return true
+}
+
+// cursorFor returns g's cursor in p, creating it at the group's start point.
+func (b *Broker) cursorFor(g *group, p *partition) *cursor {
+	for len(p.cursors) <= g.slot {
+		p.cursors = append(p.cursors, nil)
+	}
+	if c := p.cursors[g.slot]; c != nil {
+		return c
+	}
+	c := &cursor{p: p, g: g, offset: b.startOffset(g, p)}
+	p.cursors[g.slot] = c
+	return c
+}
+
+// startOffset is where g starts in p when it has no stored cursor there:
+// partitions that were empty when g joined are read from their first
+// message, except by a group subscribed from a time later than that.
+func (b *Broker) startOffset(g *group, p *partition) int64 {
+	if g.mode == modeFrom && g.from > p.createdAt {
+		return b.firstOffsetAtOrAfter(p, g.from)
+	}
+	return p.first
+}
+
+// messagesArrived tells every group of p's queue that p has new messages.
+func (b *Broker) messagesArrived(p *partition) {
+	now := b.now()
+	for _, g := range p.q.slots {
+		if g != nil {
+			b.check(b.cursorFor(g, p), now)
+		}
+	}
+}

@@ -1,0 +1,71 @@
+package queen
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors returned by the broker. Compare with [errors.Is]; the
+// broker wraps them with context but never returns storage-engine errors
+// directly.
+var (
+	// ErrClosed is returned by every method once [Broker.Close] has run, or
+	// after a storage failure left the broker unable to continue.
+	ErrClosed = errors.New("queen: broker closed")
+
+	// ErrNotFound reports an unknown queue, partition, message, dead letter,
+	// parked message or lease, depending on the call.
+	ErrNotFound = errors.New("queen: not found")
+
+	// ErrLeaseExpired reports an ack or renewal naming a lease that no longer
+	// owns the partition: it expired, was released, or was taken over.
+	ErrLeaseExpired = errors.New("queen: invalid or expired lease")
+
+	// ErrInvalidArgument reports a bad input value. The error is always an
+	// [*ArgumentError] naming the field.
+	ErrInvalidArgument = errors.New("queen: invalid argument")
+
+	// ErrQueueFull reports a push refused because the queue holds
+	// QueueConfig.MaxSize pending messages.
+	ErrQueueFull = errors.New("queen: queue full")
+
+	// ErrTooLarge reports a single request whose writes do not fit in one
+	// storage transaction, e.g. a transaction with too many operations.
+	ErrTooLarge = errors.New("queen: request too large")
+
+	// ErrTransactionAborted reports a transaction rolled back because one of
+	// its operations was refused; the error is a [*TransactionError].
+	ErrTransactionAborted = errors.New("queen: transaction aborted")
+)
+
+// ArgumentError describes an invalid input. It matches [ErrInvalidArgument]
+// under [errors.Is].
+type ArgumentError struct {
+	Field  string // the option or field at fault, e.g. "PopRequest.Batch"
+	Reason string // what is wrong with it
+}
+
+func (e *ArgumentError) Error() string {
+	return fmt.Sprintf("queen: invalid %s: %s", e.Field, e.Reason)
+}
+
+// Is reports whether target is [ErrInvalidArgument].
+func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArgument }
+
+func argErr(field, format string, args ...any) error {
+	return &ArgumentError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// TransactionError describes why a transaction was rolled back. It matches
+// [ErrTransactionAborted] and unwraps to the cause.
+type TransactionError struct {
+	Index int   // position of the refused operation
+	Err   error // the cause, e.g. ErrNotFound or ErrLeaseExpired
+}
+
+func (e *TransactionError) Error() string {
+	return fmt.Sprintf("queen: transaction aborted at operation %d: %v", e.Index, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *TransactionError) Unwrap() []error { return []error{ErrTransactionAborted, e.Err} }

@@ -1,0 +1,90 @@
+// Package queentest opens brokers for tests: in memory by default, or on
+// disk, and closed when the test ends.
+package queentest
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queenlite/queen"
+)
+
+// NewBroker opens an in-memory broker closed by tb.Cleanup. opts may be nil.
+func NewBroker(tb testing.TB, opts *queen.Options) *queen.Broker {
+	tb.Helper()
+	o := queen.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	o.InMemory = true
+	b, err := queen.Open("", &o)
+	if err != nil {
+		tb.Fatalf("queentest: open: %v", err)
+	}
+	tb.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// OpenDir opens a broker on dir with opts (nil for defaults) and closes it
+// when the test ends, unless the test closed it first.
+func OpenDir(tb testing.TB, dir string, opts *queen.Options) *queen.Broker {
+	tb.Helper()
+	b, err := queen.Open(dir, opts)
+	if err != nil {
+		tb.Fatalf("queentest: open %s: %v", dir, err)
+	}
+	tb.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// Run runs fn twice, as subtests: on an in-memory broker and on a broker in
+// a temporary directory. opts may be nil; InMemory is set per subtest.
+func Run(t *testing.T, opts *queen.Options, fn func(t *testing.T, b *queen.Broker)) {
+	t.Helper()
+	for _, disk := range []bool{false, true} {
+		name := "memory"
+		if disk {
+			name = "disk"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if !disk {
+				fn(t, NewBroker(t, opts))
+				return
+			}
+			o := queen.Options{}
+			if opts != nil {
+				o = *opts
+			}
+			o.InMemory = false
+			o.Durability = queen.SyncNever // keep the suite fast; durability has its own tests
+			fn(t, OpenDir(t, t.TempDir(), &o))
+		})
+	}
+}
+
+// Clock is a fake [queen.Clock] that moves only when told to.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// NewClock returns a fake clock set to a fixed, recent instant.
+func NewClock() *Clock {
+	return &Clock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+}
+
+// Now returns the fake time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}

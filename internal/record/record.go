@@ -1,0 +1,135 @@
+// Package record encodes the values the broker stores in Badger: message
+// records and cursors. The formats are versioned by their first byte.
+package record
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// ErrCorrupt reports a value that does not decode.
+var ErrCorrupt = errors.New("record: corrupt value")
+
+const messageVersion = 1
+
+// Message flags.
+const (
+	FlagEncrypted = 1 << iota
+)
+
+// Message is one stored message.
+type Message struct {
+	Flags       byte
+	CreatedAt   int64 // unix microseconds
+	ID          [16]byte
+	TxID        string
+	TraceID     string
+	ProducerSub string
+	Payload     []byte // raw JSON (or ciphertext when FlagEncrypted)
+}
+
+// AppendMessage appends the encoding of m to dst.
+func AppendMessage(dst []byte, m *Message) []byte {
+	dst = append(dst, messageVersion, m.Flags)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(m.CreatedAt))
+	dst = append(dst, m.ID[:]...)
+	dst = appendString(dst, m.TxID)
+	dst = appendString(dst, m.TraceID)
+	dst = appendString(dst, m.ProducerSub)
+	return append(dst, m.Payload...)
+}
+
+// MessageSize is the length of the encoding of m.
+func MessageSize(m *Message) int {
+	return 2 + 8 + 16 + 3*binary.MaxVarintLen16 + len(m.TxID) + len(m.TraceID) + len(m.ProducerSub) + len(m.Payload)
+}
+
+// DecodeMessage decodes b into m. Strings and the payload are copied, so b
+// may be reused afterwards.
+func DecodeMessage(b []byte, m *Message) error {
+	if len(b) < 26 || b[0] != messageVersion {
+		return ErrCorrupt
+	}
+	m.Flags = b[1]
+	m.CreatedAt = int64(binary.BigEndian.Uint64(b[2:10]))
+	copy(m.ID[:], b[10:26])
+	b = b[26:]
+	var ok bool
+	if m.TxID, b, ok = readString(b); !ok {
+		return ErrCorrupt
+	}
+	if m.TraceID, b, ok = readString(b); !ok {
+		return ErrCorrupt
+	}
+	if m.ProducerSub, b, ok = readString(b); !ok {
+		return ErrCorrupt
+	}
+	m.Payload = append([]byte(nil), b...)
+	return nil
+}
+
+// MessageCreatedAt reads only the creation time of an encoded message.
+func MessageCreatedAt(b []byte) (int64, bool) {
+	if len(b) < 26 || b[0] != messageVersion {
+		return 0, false
+	}
+	return int64(binary.BigEndian.Uint64(b[2:10])), true
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+func readString(b []byte) (string, []byte, bool) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || uint64(len(b)-k) < n {
+		return "", nil, false
+	}
+	return string(b[k : k+int(n)]), b[k+int(n):], true
+}
+
+const cursorVersion = 1
+
+// Cursor is the durable part of a consumer group's position in a partition.
+type Cursor struct {
+	Offset  int64 // next offset the group has not settled
+	Retries int32 // failed acks spent since the last completed batch
+	// Consumed counts messages the group settled here over its lifetime.
+	Consumed int64
+	// LastAckAt is the unix-microsecond time of the last settle, 0 if none.
+	LastAckAt int64
+}
+
+// AppendCursor appends the encoding of c to dst.
+func AppendCursor(dst []byte, c Cursor) []byte {
+	dst = append(dst, cursorVersion)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(c.Offset))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(c.Retries))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(c.Consumed))
+	return binary.BigEndian.AppendUint64(dst, uint64(c.LastAckAt))
+}
+
+// DecodeCursor decodes a cursor.
+func DecodeCursor(b []byte) (Cursor, error) {
+	if len(b) != 29 || b[0] != cursorVersion {
+		return Cursor{}, ErrCorrupt
+	}
+	return Cursor{
+		Offset:    int64(binary.BigEndian.Uint64(b[1:9])),
+		Retries:   int32(binary.BigEndian.Uint32(b[9:13])),
+		Consumed:  int64(binary.BigEndian.Uint64(b[13:21])),
+		LastAckAt: int64(binary.BigEndian.Uint64(b[21:29])),
+	}, nil
+}
+
+// Offset encodes a dedup-index value.
+func Offset(o int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(o)) }
+
+// DecodeOffset decodes a dedup-index value.
+func DecodeOffset(b []byte) (int64, error) {
+	if len(b) != 8 {
+		return 0, ErrCorrupt
+	}
+	return int64(binary.BigEndian.Uint64(b)), nil
+}

@@ -1,0 +1,688 @@
+package queen
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"time"
+
+	"github.com/queenlite/queen/internal/keys"
+	"github.com/queenlite/queen/internal/record"
+	"github.com/queenlite/queen/internal/uuid"
+)
+
+// lease is what a pop hands its caller: exclusive use, for one group, of
+// the partitions it claimed, until it expires or every message is settled.
+type lease struct {
+	id      string
+	g       *group
+	expires int64 // µs
+	cursors []*cursor
+}
+
+// PopRequest says what to pop. The zero value of each field means its
+// default.
+type PopRequest struct {
+	// Queue to pop from. Empty means a discovery pop across every queue
+	// whose labels match Namespace and Task (which never waits).
+	Queue string
+	// Partition, when set, pops only that partition.
+	Partition string
+	// Namespace and Task select queues for a discovery pop.
+	Namespace, Task string
+	// Group is the consumer group; empty means [QueueModeGroup].
+	Group string
+	// Batch is the most messages to return, over all partitions.
+	// Defaults to 1 (autopilot picks 100–1000); capped at 10000.
+	Batch int
+	// Partitions is how many partitions one pop may claim, sharing one
+	// lease. Defaults to 1; capped at 64.
+	Partitions int
+	// Wait makes the pop wait up to Timeout for a message to arrive.
+	Wait bool
+	// Timeout bounds a waiting pop. Defaults to 30 s; capped at 60 s.
+	Timeout time.Duration
+	// Lease is how long the messages stay leased. Defaults to the queue's
+	// LeaseTime (60 s for discovery pops).
+	Lease time.Duration
+	// AutoAck settles the messages as they are handed out: no lease, no ack,
+	// at-most-once.
+	AutoAck bool
+	// SubscriptionMode is where a new group starts; SubscriptionFrom, when
+	// set, wins and starts it at that time. Both are fixed by the group's
+	// first pop. Default: Options.DefaultSubscriptionMode.
+	SubscriptionMode SubscriptionMode
+	SubscriptionFrom time.Time
+	// Conflation makes a new group receive only the newest message of each
+	// partition, skipping older ones. Fixed by the group's first pop; needs
+	// a named group and refuses AutoAck.
+	Conflation bool
+	// Autopilot lets the broker choose Batch (100–1000, from the group's
+	// ack rate) and Partitions (the ready ones, shared among waiting pops)
+	// where they are left zero.
+	Autopilot bool
+}
+
+// Message is a delivered message.
+type Message struct {
+	ID              string // UUIDv7 message id
+	TransactionID   string
+	Queue           string
+	Partition       string
+	PartitionID     string
+	ConsumerGroup   string
+	LeaseID         string // "" for autoAck pops and fetches
+	Offset          int64  // position in the partition, from 0
+	DeliveryAttempt int    // 1 on first delivery to this group, +1 per redelivery
+	CreatedAt       time.Time
+	TraceID         string
+	ProducerSub     string
+	// Payload is the message's JSON value, byte for byte as pushed.
+	Payload json.RawMessage
+	// Data is Payload decoded, when it is a JSON object. The broker's Pop
+	// leaves it nil; the [QueueBuilder] methods and [Message.Decode] fill it.
+	Data map[string]any
+}
+
+// Decode fills m.Data from the payload when the payload is a JSON object,
+// and returns it.
+func (m *Message) Decode() (map[string]any, error) {
+	if m.Data != nil {
+		return m.Data, nil
+	}
+	if len(m.Payload) == 0 || m.Payload[0] != '{' {
+		return nil, nil
+	}
+	if err := json.Unmarshal(m.Payload, &m.Data); err != nil {
+		return nil, err
+	}
+	return m.Data, nil
+}
+
+// PopResult is what a pop returned.
+type PopResult struct {
+	Queue             string
+	Partition         string // first claimed partition
+	PartitionID       string
+	LeaseID           string // shared by every claimed partition; "" with AutoAck
+	ConsumerGroup     string
+	PartitionsClaimed int
+	// Conflating is set when the group conflates (an empty pop of such a
+	// group is answered with an empty list rather than no content).
+	Conflating bool
+	Messages   []*Message
+}
+
+func (r *PopRequest) normalize() error {
+	if r.Queue != "" {
+		if err := checkName("PopRequest.Queue", r.Queue); err != nil {
+			return err
+		}
+	}
+	for f, v := range map[string]string{"PopRequest.Partition": r.Partition, "PopRequest.Group": r.Group, "PopRequest.Namespace": r.Namespace, "PopRequest.Task": r.Task} {
+		if err := checkLabel(f, v); err != nil {
+			return err
+		}
+	}
+	switch {
+	case r.Batch < 0:
+		return argErr("PopRequest.Batch", "must not be negative")
+	case r.Partitions < 0:
+		return argErr("PopRequest.Partitions", "must not be negative")
+	case r.Timeout < 0:
+		return argErr("PopRequest.Timeout", "must not be negative")
+	case r.Lease < 0:
+		return argErr("PopRequest.Lease", "must not be negative")
+	}
+	switch r.SubscriptionMode {
+	case "", SubscriptionModeNew, SubscriptionModeAll:
+	case SubscriptionModeNewOnly:
+		r.SubscriptionMode = SubscriptionModeNew
+	default:
+		return argErr("PopRequest.SubscriptionMode", "must be %q or %q, not %q", SubscriptionModeNew, SubscriptionModeAll, r.SubscriptionMode)
+	}
+	if r.Group == QueueModeGroup {
+		r.Group = ""
+	}
+	if r.Conflation && r.Group == "" {
+		return argErr("PopRequest.Conflation", "needs a consumer group")
+	}
+	if r.Conflation && r.AutoAck {
+		return argErr("PopRequest.Conflation", "cannot be combined with AutoAck")
+	}
+	if r.Batch > 10000 {
+		r.Batch = 10000
+	}
+	r.Partitions = min(r.Partitions, 64)
+	if r.Partition != "" {
+		r.Partitions = 1
+	}
+	if r.Timeout == 0 {
+		r.Timeout = 30 * time.Second
+	}
+	r.Timeout = min(r.Timeout, 60*time.Second)
+	return nil
+}
+
+// claim is one partition taken by a pop.
+type claim struct {
+	c        *cursor
+	fl       *inflight
+	from     int64
+	skipTo   int64 // conflation: the cursor moves here, past older messages
+	msgs     []record.Message
+	offs     []int64
+	attempts []int32
+}
+
+// Pop leases messages for a consumer group. With nothing to deliver it
+// returns a result with no messages (after waiting, with Wait); it returns
+// ctx.Err() if ctx ends while waiting, and [ErrClosed] if the broker closes.
+// An unknown queue is not an error: it has no messages yet.
+func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
+	start := time.Now()
+	if err := req.normalize(); err != nil {
+		return nil, err
+	}
+	if req.Queue == "" {
+		return b.discoveryPop(ctx, req)
+	}
+	var deadline <-chan time.Time
+	if req.Wait {
+		t := time.NewTimer(req.Timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for {
+		res, w, wl, err := b.tryPop(ctx, &req)
+		if err != nil {
+			return nil, err
+		}
+		if res != nil {
+			b.obs.Observe(Event{Kind: EventPop, Queue: req.Queue, Group: res.ConsumerGroup, Count: len(res.Messages), Duration: time.Since(start)})
+			return res, nil
+		}
+		select {
+		case <-w.ch:
+			continue
+		case <-deadline:
+			b.mu.Lock()
+			wl.leave(w)
+			b.mu.Unlock()
+			req.Wait = false // one last look, then give up
+		case <-ctx.Done():
+			b.mu.Lock()
+			wl.leave(w)
+			b.mu.Unlock()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func groupName(g string) string {
+	if g == "" {
+		return QueueModeGroup
+	}
+	return g
+}
+
+// tryPop makes one attempt. It returns a result, or (with req.Wait) a
+// registered waiter to wait on before the next attempt.
+func (b *Broker) tryPop(ctx context.Context, req *PopRequest) (*PopResult, *waiter, *waitList, error) {
+	empty := &PopResult{Queue: req.Queue, ConsumerGroup: groupName(req.Group), Messages: []*Message{}}
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return nil, nil, nil, err
+	}
+	now := b.now()
+	b.timers.fire(now)
+	q := b.queues[req.Queue]
+	if q == nil {
+		if !req.Wait {
+			b.mu.Unlock()
+			return empty, nil, nil, nil
+		}
+		wl := b.queueWait[req.Queue]
+		if wl == nil {
+			wl = &waitList{}
+			b.queueWait[req.Queue] = wl
+		}
+		w := wl.add()
+		b.mu.Unlock()
+		return nil, w, wl, nil
+	}
+	g, ops, err := b.join(q, req, now)
+	if err != nil {
+		b.mu.Unlock()
+		return nil, nil, nil, err
+	}
+	empty.Conflating = g.conflation
+	var p *partition
+	if req.Partition != "" {
+		p = q.parts[req.Partition]
+	}
+	claims, l := b.claim(g, p, req, now)
+	var joined <-chan error
+	if len(ops) > 0 {
+		joined = b.w.submit(ops)
+	}
+	if len(claims) == 0 {
+		var w *waiter
+		var wl *waitList
+		if req.Wait {
+			wl = &g.waiters
+			if p != nil {
+				if g.partWaiters == nil {
+					g.partWaiters = make(map[*partition]*waitList)
+				}
+				if wl = g.partWaiters[p]; wl == nil {
+					wl = &waitList{}
+					g.partWaiters[p] = wl
+				}
+			}
+			w = wl.add()
+		}
+		b.mu.Unlock()
+		if joined != nil {
+			if err := waitCtx(ctx, joined); err != nil {
+				if w != nil {
+					b.mu.Lock()
+					wl.leave(w)
+					b.mu.Unlock()
+				}
+				return nil, nil, nil, err
+			}
+		}
+		if w != nil {
+			return nil, w, wl, nil
+		}
+		return empty, nil, nil, nil
+	}
+	b.mu.Unlock()
+
+	res, err := b.deliver(ctx, g, l, claims, req, now)
+	if err == nil && joined != nil {
+		err = waitCtx(ctx, joined)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if len(res.Messages) == 0 && req.Wait {
+		// Everything claimed turned out not deliverable yet (delayed
+		// messages, retention): look again.
+		return b.tryPop(ctx, req)
+	}
+	if len(res.Messages) == 0 {
+		res = empty
+	}
+	return res, nil, nil, nil
+}
+
+// join returns the group a pop reads through, creating it at its first pop
+// with its start point in every partition. Under b.mu; ops persist a new
+// group and must be written before the pop returns.
+func (b *Broker) join(q *queue, req *PopRequest, now int64) (*group, []op, error) {
+	name := groupName(req.Group)
+	if g := q.groups[name]; g != nil {
+		if g.conflation && req.AutoAck {
+			return nil, nil, argErr("PopRequest.AutoAck", "group %q conflates; it cannot autoAck", name)
+		}
+		return g, nil, nil
+	}
+	g := &group{q: q, name: name, joinedAt: now, conflation: req.Conflation}
+	switch {
+	case req.Group == "":
+		g.mode = SubscriptionModeAll
+	case !req.SubscriptionFrom.IsZero():
+		g.mode, g.from = modeFrom, req.SubscriptionFrom.UnixMicro()
+	case req.SubscriptionMode != "":
+		g.mode = req.SubscriptionMode
+	default:
+		g.mode = b.opts.DefaultSubscriptionMode
+	}
+	ops := b.addGroup(q, g)
+	return g, ops, nil
+}
+
+// addGroup installs g on q, placing a cursor in every partition, and
+// returns the writes that make its start point durable.
+func (b *Broker) addGroup(q *queue, g *group) []op {
+	g.slot = len(q.slots)
+	for i, s := range q.slots {
+		if s == nil {
+			g.slot = i
+			break
+		}
+	}
+	if g.slot == len(q.slots) {
+		q.slots = append(q.slots, g)
+	} else {
+		q.slots[g.slot] = g
+	}
+	q.groups[g.name] = g
+	ops := []op{{key: keys.GroupKey(q.name, g.name), val: g.meta()}}
+	now := b.now()
+	for _, p := range q.parts {
+		for len(p.cursors) <= g.slot {
+			p.cursors = append(p.cursors, nil)
+		}
+		c := &cursor{p: p, g: g, offset: p.first}
+		switch g.mode {
+		case SubscriptionModeNew:
+			c.offset = p.next
+		case modeFrom:
+			c.offset = b.firstOffsetAtOrAfter(p, g.from)
+		}
+		p.cursors[g.slot] = c
+		if c.offset != p.first {
+			ops = append(ops, c.saveOp())
+		}
+		b.check(c, now)
+	}
+	return ops
+}
+
+// claim leases up to req.Partitions partitions of g (or just p) holding at
+// most req.Batch messages in all. Under b.mu.
+func (b *Broker) claim(g *group, p *partition, req *PopRequest, now int64) ([]claim, *lease) {
+	budget, parts := int64(req.Batch), req.Partitions
+	if req.Autopilot {
+		if budget == 0 {
+			budget = int64(min(max(int(g.ackRate), 100), 1000))
+		}
+		if parts == 0 {
+			parts = min(max(1, (g.nReady+g.waiters.n)/(g.waiters.n+1)), 64)
+		}
+	}
+	budget, parts = max(budget, 1), max(parts, 1)
+	var l *lease
+	if !req.AutoAck {
+		d := req.Lease
+		if d == 0 {
+			d = g.q.leaseTime()
+		}
+		l = &lease{id: uuid.NewV7At(b.clock.Now()).String(), g: g, expires: now + d.Microseconds()}
+	}
+	var claims []claim
+	take := func(c *cursor) {
+		from, end := c.offset, min(c.p.next, c.offset+budget)
+		cl := claim{c: c, from: from, skipTo: -1}
+		if g.conflation {
+			from, end, cl.skipTo = conflatedRange(c)
+			cl.from = from
+		}
+		cl.fl = &inflight{lease: l, end: end}
+		c.fl = cl.fl
+		g.removeReady(c)
+		if l != nil {
+			l.cursors = append(l.cursors, c)
+		}
+		claims = append(claims, cl)
+		budget -= end - from
+	}
+	if p != nil {
+		c := b.cursorFor(g, p)
+		if c.fl != nil && c.fl.lease != nil && c.fl.lease.expires <= now {
+			b.expireLease(c.fl.lease, now)
+		}
+		if c.fl == nil && b.servable(c, now) {
+			take(c)
+		}
+	} else {
+		for budget > 0 && len(claims) < parts {
+			c := g.readyHead
+			if c == nil {
+				break
+			}
+			g.removeReady(c)
+			if c.fl != nil || !b.servable(c, now) {
+				continue
+			}
+			take(c)
+		}
+	}
+	if l != nil && len(l.cursors) > 0 {
+		b.leases[l.id] = l
+	}
+	return claims, l
+}
+
+// deliver reads the claimed messages and turns the claims into a result.
+func (b *Broker) deliver(ctx context.Context, g *group, l *lease, claims []claim, req *PopRequest, now int64) (*PopResult, error) {
+	delay := g.q.cfg.DelayedProcessing.Microseconds()
+	var readErr error
+	for i := range claims {
+		cl := &claims[i]
+		p := cl.c.p
+		visibleAt := int64(0)
+		err := b.readRange(p.pid, cl.from, cl.fl.end, int(cl.fl.end-cl.from), func(off int64, m *record.Message) bool {
+			if delay > 0 && m.CreatedAt+delay > now {
+				visibleAt = m.CreatedAt + delay
+				cl.fl.end = off // shrink the claim to what is visible
+				return false
+			}
+			cl.msgs = append(cl.msgs, *m)
+			cl.offs = append(cl.offs, off)
+			return true
+		})
+		if err != nil {
+			readErr = err
+		}
+		if visibleAt != 0 {
+			cl.c.notBefore = max(cl.c.notBefore, visibleAt)
+		}
+	}
+
+	b.mu.Lock()
+	var ops []op
+	for i := range claims {
+		cl := &claims[i]
+		c := cl.c
+		if c.fl != cl.fl { // lost while reading (seek, group or queue delete)
+			cl.msgs = nil
+			continue
+		}
+		if readErr != nil || len(cl.msgs) == 0 {
+			cl.msgs = nil
+			b.release(c)
+			b.check(c, now)
+			continue
+		}
+		if cl.skipTo > c.offset {
+			c.offset = cl.skipTo
+			ops = append(ops, c.saveOp())
+		}
+		if c.att == nil {
+			c.att = &attempts{}
+		}
+		c.att.deliver(cl.offs[0], cl.offs[len(cl.offs)-1]+1)
+		cl.attempts = make([]int32, len(cl.offs))
+		cl.fl.msgs = make([]flight, len(cl.offs))
+		for j, off := range cl.offs {
+			cl.attempts[j] = c.att.get(off)
+			cl.fl.msgs[j] = flight{off: off, txid: cl.msgs[j].TxID}
+		}
+		if req.AutoAck {
+			c.offset = cl.fl.end
+			c.consumed += int64(len(cl.offs))
+			c.lastAckAt = now
+			c.fl, c.att = nil, nil
+			ops = append(ops, c.saveOp())
+			b.check(c, now)
+		} else {
+			b.timers.schedule(c, l.expires)
+		}
+	}
+	var done <-chan error
+	if len(ops) > 0 {
+		done = b.w.submit(ops)
+	}
+	leaseID := ""
+	if l != nil {
+		if len(l.cursors) == 0 {
+			delete(b.leases, l.id)
+		} else {
+			leaseID = l.id
+		}
+	}
+	b.mu.Unlock()
+	if readErr != nil {
+		return nil, readErr
+	}
+	if done != nil && req.AutoAck {
+		if err := waitCtx(context.WithoutCancel(ctx), done); err != nil {
+			return nil, err
+		}
+	}
+
+	res := &PopResult{Queue: g.q.name, ConsumerGroup: g.name, LeaseID: leaseID, Conflating: g.conflation, PartitionsClaimed: len(claims)}
+	n := 0
+	for i := range claims {
+		n += len(claims[i].msgs)
+	}
+	res.Messages = make([]*Message, 0, n)
+	block := make([]Message, n)
+	for i := range claims {
+		cl := &claims[i]
+		if len(cl.msgs) == 0 {
+			continue
+		}
+		p := cl.c.p
+		pidStr := p.uuid()
+		if res.Partition == "" {
+			res.Partition, res.PartitionID = p.name, pidStr
+		}
+		for j := range cl.msgs {
+			m := &cl.msgs[j]
+			payload, err := b.openPayload(m)
+			if err != nil {
+				return nil, err
+			}
+			msg := &block[0]
+			block = block[1:]
+			*msg = Message{
+				ID: uuid.UUID(m.ID).String(), TransactionID: m.TxID, Queue: g.q.name, Partition: p.name,
+				PartitionID: pidStr, ConsumerGroup: g.name, LeaseID: leaseID, Offset: cl.offs[j],
+				DeliveryAttempt: int(cl.attempts[j]), CreatedAt: time.UnixMicro(m.CreatedAt).UTC(),
+				TraceID: m.TraceID, ProducerSub: m.ProducerSub, Payload: payload,
+			}
+			res.Messages = append(res.Messages, msg)
+		}
+	}
+	return res, nil
+}
+
+// release ends c's part in its lease without settling anything. Under b.mu.
+func (b *Broker) release(c *cursor) {
+	fl := c.fl
+	if fl == nil {
+		return
+	}
+	c.fl = nil
+	if l := fl.lease; l != nil {
+		for i, lc := range l.cursors {
+			if lc == c {
+				l.cursors = append(l.cursors[:i], l.cursors[i+1:]...)
+				break
+			}
+		}
+		if len(l.cursors) == 0 {
+			delete(b.leases, l.id)
+		}
+	}
+}
+
+// dropLease releases c's lease share and forgets its delivery counts (used
+// when a cursor is moved or deleted). Under b.mu.
+func (b *Broker) dropLease(c *cursor) {
+	b.release(c)
+	c.att = nil
+}
+
+// expireLease frees every partition of l: their batches are delivered
+// again from the cursor. Under b.mu.
+func (b *Broker) expireLease(l *lease, now int64) {
+	delete(b.leases, l.id)
+	cursors := l.cursors
+	l.cursors = nil
+	for _, c := range cursors {
+		if c.fl != nil && c.fl.lease == l {
+			c.fl = nil
+			b.check(c, now)
+		}
+	}
+	b.obs.Observe(Event{Kind: EventLeaseExpired, Queue: l.g.q.name, Group: l.g.name, Count: len(cursors)})
+}
+
+// RenewLease extends every partition of a lease to at least d from now
+// (default 60 s) and returns the new expiry. An unknown lease is
+// [ErrNotFound]; one that already expired is [ErrLeaseExpired] and cannot
+// be renewed.
+func (b *Broker) RenewLease(ctx context.Context, leaseID string, d time.Duration) (time.Time, error) {
+	if d < 0 {
+		return time.Time{}, argErr("d", "must not be negative")
+	}
+	if d == 0 {
+		d = 60 * time.Second
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.usable(); err != nil {
+		return time.Time{}, err
+	}
+	now := b.now()
+	l := b.leases[leaseID]
+	if l == nil {
+		return time.Time{}, ErrNotFound
+	}
+	if l.expires <= now {
+		b.expireLease(l, now)
+		return time.Time{}, ErrLeaseExpired
+	}
+	l.expires = max(l.expires, now+d.Microseconds())
+	b.obs.Observe(Event{Kind: EventLeaseRenewed, Queue: l.g.q.name, Group: l.g.name, Count: 1})
+	return time.UnixMicro(l.expires).UTC(), nil
+}
+
+// discoveryPop pops from the first queue, by priority then name, whose
+// labels match and which has a message. It never waits.
+func (b *Broker) discoveryPop(ctx context.Context, req PopRequest) (*PopResult, error) {
+	if req.Namespace == "" && req.Task == "" {
+		return nil, argErr("PopRequest.Queue", "needs a queue name, or Namespace/Task for a discovery pop")
+	}
+	b.mu.Lock()
+	type cand struct {
+		name string
+		prio int
+	}
+	var cands []cand
+	for name, q := range b.queues {
+		if (req.Namespace == "" || q.cfg.Namespace == req.Namespace) && (req.Task == "" || q.cfg.Task == req.Task) {
+			cands = append(cands, cand{name, q.cfg.Priority})
+		}
+	}
+	b.mu.Unlock()
+	sort.Slice(cands, func(i, j int) bool {
+		if cands[i].prio != cands[j].prio {
+			return cands[i].prio > cands[j].prio
+		}
+		return cands[i].name < cands[j].name
+	})
+	if req.Lease == 0 {
+		req.Lease = 60 * time.Second
+	}
+	req.Wait = false
+	for _, c := range cands {
+		r := req
+		r.Queue = c.name
+		res, _, _, err := b.tryPop(ctx, &r)
+		if err != nil {
+			return nil, err
+		}
+		if len(res.Messages) > 0 {
+			return res, nil
+		}
+	}
+	return &PopResult{ConsumerGroup: groupName(req.Group), Messages: []*Message{}}, nil
+}

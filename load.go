@@ -1,0 +1,196 @@
+package queen
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"math"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/queenlite/queen/internal/keys"
+	"github.com/queenlite/queen/internal/record"
+	"github.com/queenlite/queen/internal/uuid"
+)
+
+// load rebuilds the in-memory state from Badger when the broker opens:
+// queues, partitions (with their last offset), groups, cursors and the
+// ready lists. Leases are not stored: none survive a restart.
+func (b *Broker) load() error {
+	err := b.db.View(func(txn *badger.Txn) error {
+		if err := b.loadQueues(txn); err != nil {
+			return err
+		}
+		if err := b.loadPartitions(txn); err != nil {
+			return err
+		}
+		if err := b.loadGroups(txn); err != nil {
+			return err
+		}
+		if err := b.loadCursors(txn); err != nil {
+			return err
+		}
+		return b.loadLetterCounts(txn)
+	})
+	if err != nil {
+		return storageErr("load", err)
+	}
+	now := b.now()
+	for _, q := range b.queues {
+		for _, p := range q.parts {
+			for _, c := range p.cursors {
+				if c != nil {
+					b.check(c, now)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func scan(txn *badger.Txn, prefix []byte, fn func(k, v []byte) error) error {
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 100})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		if err := item.Value(func(v []byte) error { return fn(item.Key(), v) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *Broker) loadQueues(txn *badger.Txn) error {
+	return scan(txn, []byte{keys.Queue}, func(k, v []byte) error {
+		var m queueMeta
+		if err := json.Unmarshal(v, &m); err != nil {
+			return err
+		}
+		name := string(k[1:])
+		q := &queue{name: name, createdAt: m.CreatedAt, cfg: m.Config, parts: make(map[string]*partition), groups: make(map[string]*group), persisted: true}
+		q.id, _ = uuid.Parse(m.ID)
+		b.queues[name] = q
+		return nil
+	})
+}
+
+func (b *Broker) loadPartitions(txn *badger.Txn) error {
+	err := scan(txn, []byte{keys.Partition}, func(k, v []byte) error {
+		if len(k) != 9 {
+			return nil
+		}
+		var m partitionMeta
+		if err := json.Unmarshal(v, &m); err != nil {
+			return err
+		}
+		q := b.queues[m.Queue]
+		if q == nil {
+			return nil // its queue was deleted; the sweep finishes the job
+		}
+		pid := binary.BigEndian.Uint64(k[1:])
+		for uint64(len(b.parts)) <= pid {
+			b.parts = append(b.parts, nil)
+		}
+		p := &partition{q: q, pid: pid, rnd: m.Rand, name: m.Name, createdAt: m.CreatedAt, first: m.First, persisted: true}
+		b.parts[pid] = p
+		q.parts[m.Name] = p
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// The newest message of each partition gives its next offset.
+	it := txn.NewIterator(badger.IteratorOptions{Reverse: true})
+	defer it.Close()
+	for _, p := range b.parts {
+		if p == nil {
+			continue
+		}
+		p.next = p.first
+		it.Seek(keys.MessageKey(p.pid, math.MaxInt64))
+		if it.Valid() {
+			if pid, off, ok := keys.DecodeMessageKey(it.Item().Key()); ok && pid == p.pid {
+				p.next = off + 1
+				_ = it.Item().Value(func(v []byte) error {
+					p.lastPushAt, _ = record.MessageCreatedAt(v)
+					return nil
+				})
+			}
+		}
+		p.assigned = p.next
+		p.count = p.next - p.first
+		p.q.count += p.count
+	}
+	return nil
+}
+
+func (b *Broker) loadGroups(txn *badger.Txn) error {
+	return scan(txn, []byte{keys.Group}, func(k, v []byte) error {
+		var m groupMeta
+		if err := json.Unmarshal(v, &m); err != nil {
+			return err
+		}
+		rest := k[1:]
+		i := bytes.IndexByte(rest, 0)
+		if i < 0 {
+			return nil
+		}
+		q := b.queues[string(rest[:i])]
+		if q == nil {
+			return nil
+		}
+		g := &group{q: q, name: string(rest[i+1:]), mode: m.Mode, from: m.From, joinedAt: m.JoinedAt, conflation: m.Conflation}
+		g.slot = len(q.slots)
+		q.slots = append(q.slots, g)
+		q.groups[g.name] = g
+		for _, p := range q.parts {
+			b.cursorFor(g, p)
+		}
+		return nil
+	})
+}
+
+func (b *Broker) loadCursors(txn *badger.Txn) error {
+	return scan(txn, []byte{keys.Cursor}, func(k, v []byte) error {
+		pid, name, ok := keys.DecodeCursorKey(k)
+		if !ok || pid >= uint64(len(b.parts)) || b.parts[pid] == nil {
+			return nil
+		}
+		p := b.parts[pid]
+		g := p.q.groups[name]
+		if g == nil {
+			return nil
+		}
+		rc, err := record.DecodeCursor(v)
+		if err != nil {
+			return err
+		}
+		c := b.cursorFor(g, p)
+		c.offset, c.retries, c.consumed, c.lastAckAt = rc.Offset, rc.Retries, rc.Consumed, rc.LastAckAt
+		return nil
+	})
+}
+
+func (b *Broker) loadLetterCounts(txn *badger.Txn) error {
+	for _, kind := range []byte{keys.DeadLetter, keys.Parked} {
+		err := scan(txn, []byte{kind}, func(k, v []byte) error {
+			var lr struct {
+				Queue string `json:"q"`
+			}
+			if err := json.Unmarshal(v, &lr); err != nil {
+				return err
+			}
+			if q := b.queues[lr.Queue]; q != nil {
+				if kind == keys.DeadLetter {
+					q.dlqCount++
+				} else {
+					q.parkedCount++
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,220 @@
+package queen
+
+import (
+	"context"
+	"time"
+
+	"github.com/queenlite/queen/internal/keys"
+	"github.com/queenlite/queen/internal/record"
+)
+
+// maintain runs retention and eviction every Options.MaintenanceInterval and
+// Badger's value-log GC every Options.GCInterval, until Close.
+func (b *Broker) maintain() {
+	tick := time.NewTicker(b.opts.MaintenanceInterval)
+	defer tick.Stop()
+	gc := time.NewTicker(b.opts.GCInterval)
+	defer gc.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-tick.C:
+			if err := b.Maintain(context.Background()); err != nil && err != ErrClosed {
+				b.log.Warn("queen: maintenance", "err", err)
+			}
+		case <-gc.C:
+			b.collectGarbage()
+		}
+	}
+}
+
+// collectGarbage rewrites value-log files that are mostly garbage so Badger
+// gives their disk space back.
+func (b *Broker) collectGarbage() {
+	if b.opts.InMemory {
+		return
+	}
+	for i := 0; i < 16; i++ {
+		select {
+		case <-b.stop:
+			return
+		default:
+		}
+		if b.db.RunValueLogGC(0.5) != nil {
+			return
+		}
+	}
+}
+
+// Maintain runs one round of the time-driven jobs now: max-wait eviction
+// (messages waiting longer than MaxWaitTime are dead-lettered for each group
+// that has not settled them), retention (messages older than Retention are
+// deleted) and completed retention (messages older than CompletedRetention
+// that every group has passed are deleted). The broker runs it every
+// Options.MaintenanceInterval; tests with a fake clock call it directly.
+func (b *Broker) Maintain(ctx context.Context) error {
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	var parts []*partition
+	for _, q := range b.queues {
+		if q.cfg.Retention > 0 || q.cfg.CompletedRetention > 0 || q.cfg.MaxWaitTime > 0 {
+			for _, p := range q.parts {
+				parts = append(parts, p)
+			}
+		}
+	}
+	b.mu.Unlock()
+	for _, p := range parts {
+		cfg := p.q.cfgSnapshot(b)
+		now := b.now()
+		if cfg.MaxWaitTime > 0 {
+			if err := b.evict(ctx, p, now-cfg.MaxWaitTime.Microseconds()); err != nil {
+				return err
+			}
+		}
+		if cfg.Retention > 0 {
+			if err := b.retain(ctx, p, now-cfg.Retention.Microseconds(), false); err != nil {
+				return err
+			}
+		}
+		if cfg.CompletedRetention > 0 {
+			if err := b.retain(ctx, p, now-cfg.CompletedRetention.Microseconds(), true); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (q *queue) cfgSnapshot(b *Broker) QueueConfig {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return q.cfg
+}
+
+const maintainChunk = 5000
+
+// retain deletes p's oldest messages created before cutoff; with
+// completedOnly, only those every group has passed.
+func (b *Broker) retain(ctx context.Context, p *partition, cutoff int64, completedOnly bool) error {
+	for {
+		b.mu.Lock()
+		if p.deleted {
+			b.mu.Unlock()
+			return nil
+		}
+		from, end := p.first, p.next
+		if completedOnly {
+			groups := 0
+			for _, c := range p.cursors {
+				if c != nil {
+					end = min(end, c.offset)
+					groups++
+				}
+			}
+			if groups == 0 {
+				end = from
+			}
+		}
+		b.mu.Unlock()
+		if from >= end {
+			return nil
+		}
+		var offs []int64
+		var txids []string
+		last := from - 1
+		err := b.readRange(p.pid, from, end, maintainChunk, func(off int64, m *record.Message) bool {
+			if m.CreatedAt >= cutoff {
+				return false
+			}
+			offs, txids, last = append(offs, off), append(txids, m.TxID), off
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		if last < from {
+			return nil
+		}
+		b.mu.Lock()
+		if p.deleted || p.first != from {
+			b.mu.Unlock()
+			return nil
+		}
+		ops := make([]op, 0, 2*len(offs)+1)
+		for i, off := range offs {
+			ops = append(ops, op{key: keys.MessageKey(p.pid, off), del: true}, op{key: keys.TxIDKey(p.pid, txids[i]), del: true})
+		}
+		p.first = last + 1
+		p.count -= int64(len(offs))
+		p.q.count -= int64(len(offs))
+		ops = append(ops, op{key: keys.PartitionKey(p.pid), val: p.meta()})
+		done := b.w.submit(ops)
+		b.mu.Unlock()
+		if err := waitCtx(ctx, done); err != nil {
+			return err
+		}
+		if len(offs) < maintainChunk {
+			return nil
+		}
+	}
+}
+
+// evict dead-letters, for every group of p's queue, the messages it has
+// not settled that were created before cutoff. Leased batches are left to
+// their lease.
+func (b *Broker) evict(ctx context.Context, p *partition, cutoff int64) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if p.deleted {
+		return nil
+	}
+	now := b.now()
+	var ops []op
+	for _, c := range p.cursors {
+		if c == nil || c.fl != nil {
+			continue
+		}
+		if c.offset < p.first {
+			c.offset = p.first
+		}
+		var specs []letterSpec
+		end := c.offset
+		err := b.readRange(p.pid, c.offset, p.next, maintainChunk, func(off int64, m *record.Message) bool {
+			if m.CreatedAt >= cutoff {
+				return false
+			}
+			specs = append(specs, letterSpec{kind: keys.DeadLetter, off: off, txid: m.TxID, errText: "max wait time exceeded"})
+			end = off + 1
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		if len(specs) == 0 {
+			continue
+		}
+		lops, err := b.letterOps(c, specs, now)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, lops...)
+		c.offset = end
+		g := c.g
+		g.removeReady(c)
+		ops = append(ops, c.saveOp())
+		b.check(c, now)
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	done := b.w.submit(ops)
+	b.mu.Unlock()
+	err := waitCtx(ctx, done)
+	b.mu.Lock()
+	return err
+}

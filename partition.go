@@ -1,0 +1,347 @@
+package queen
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/queenlite/queen/internal/keys"
+	"github.com/queenlite/queen/internal/record"
+	"github.com/queenlite/queen/internal/uuid"
+)
+
+// partition is an ordered lane of a queue. Guarded by Broker.mu, except
+// assigned, which only the writer goroutine touches.
+type partition struct {
+	q          *queue
+	pid        uint64
+	rnd        [8]byte // random half of the public partition id
+	name       string
+	createdAt  int64
+	first      int64 // lowest retained offset
+	next       int64 // one past the newest committed offset
+	assigned   int64 // next offset the writer hands out (writer only)
+	lastPushAt int64
+	count      int64     // retained messages
+	cursors    []*cursor // by group slot
+	persisted  bool
+	deleted    bool
+}
+
+// partitionMeta is the stored form of a partition.
+type partitionMeta struct {
+	Queue     string  `json:"q"`
+	Name      string  `json:"n"`
+	Rand      [8]byte `json:"r"`
+	CreatedAt int64   `json:"c"`
+	First     int64   `json:"f"`
+}
+
+func (p *partition) meta() []byte {
+	b, _ := json.Marshal(partitionMeta{Queue: p.q.name, Name: p.name, Rand: p.rnd, CreatedAt: p.createdAt, First: p.first})
+	return b
+}
+
+// id is the public partition id: a version-8 UUID holding the internal id
+// in its low 62 bits, so lookups need no index.
+func (p *partition) id() uuid.UUID {
+	var u uuid.UUID
+	copy(u[:8], p.rnd[:])
+	u[6] = u[6]&0x0f | 0x80
+	binary.BigEndian.PutUint64(u[8:], p.pid)
+	u[8] = u[8]&0x3f | 0x80
+	return u
+}
+
+func (p *partition) uuid() string { return p.id().String() }
+
+// partitionByID resolves a public partition id, under b.mu.
+func (b *Broker) partitionByID(s string) *partition {
+	u, ok := uuid.Parse(s)
+	if !ok || u[6]>>4 != 8 || u[8]>>6 != 2 {
+		return nil
+	}
+	pid := binary.BigEndian.Uint64(u[8:]) & (1<<62 - 1)
+	if pid >= uint64(len(b.parts)) {
+		return nil
+	}
+	p := b.parts[pid]
+	if p == nil || p.id() != u {
+		return nil
+	}
+	return p
+}
+
+// partitionFor returns the named partition of q, creating it in memory.
+func (b *Broker) partitionFor(q *queue, name string) (*partition, bool) {
+	if p := q.parts[name]; p != nil {
+		return p, false
+	}
+	u := uuid.NewV4()
+	p := &partition{q: q, pid: uint64(len(b.parts)), name: name, createdAt: b.now()}
+	copy(p.rnd[:], u[:8])
+	b.parts = append(b.parts, p)
+	q.parts[name] = p
+	return p, true
+}
+
+// PushItem is one message to push.
+type PushItem struct {
+	// Queue is required. A push to an unknown queue creates it, with a 60 s
+	// lease and labels from Namespace/Task or from the queue's dotted name.
+	Queue string
+	// Partition defaults to [DefaultPartition]; unknown partitions are created.
+	Partition string
+	// TransactionID is the idempotency key, unique per partition: a second
+	// push with the same one is reported [PushDuplicate]. Defaults to a
+	// generated UUIDv7.
+	TransactionID string
+	// Payload is any JSON value, stored byte for byte. Empty means null.
+	Payload json.RawMessage
+	// TraceID is an optional caller-chosen trace id.
+	TraceID string
+	// Namespace and Task label the queue if this push creates it.
+	Namespace, Task string
+	// ProducerSub records who pushed (the HTTP API sets it from a token).
+	ProducerSub string
+}
+
+// PushStatus is the fate of one pushed item.
+type PushStatus string
+
+// Push statuses.
+const (
+	PushQueued    PushStatus = "queued"
+	PushDuplicate PushStatus = "duplicate"
+	PushFailed    PushStatus = "failed"
+)
+
+// PushResult reports one pushed item, in the order of the request.
+type PushResult struct {
+	Status        PushStatus
+	Queue         string
+	Partition     string
+	PartitionID   string
+	MessageID     string // the new message, or the one holding TransactionID for a duplicate
+	TransactionID string
+	TraceID       string
+	Offset        int64 // the message's offset in its partition
+	Err           error // why the item failed, for PushFailed (e.g. ErrQueueFull)
+}
+
+func (it *PushItem) normalize(i int) error {
+	field := func(f string) string { return "PushItem[" + strconv.Itoa(i) + "]." + f }
+	if err := checkName(field("Queue"), it.Queue); err != nil {
+		return err
+	}
+	if it.Partition == "" {
+		it.Partition = DefaultPartition
+	}
+	if err := checkName(field("Partition"), it.Partition); err != nil {
+		return err
+	}
+	if err := checkLabel(field("TransactionID"), it.TransactionID); err != nil {
+		return err
+	}
+	if it.TransactionID == "" {
+		it.TransactionID = uuid.NewV7().String()
+	}
+	for f, v := range map[string]string{"TraceID": it.TraceID, "Namespace": it.Namespace, "Task": it.Task, "ProducerSub": it.ProducerSub} {
+		if err := checkLabel(field(f), v); err != nil {
+			return err
+		}
+	}
+	if len(it.Payload) == 0 {
+		it.Payload = json.RawMessage("null")
+	} else if !json.Valid(it.Payload) {
+		return argErr(field("Payload"), "not valid JSON")
+	}
+	return nil
+}
+
+// maxPushChunk bounds the bytes of one push sent to the writer at once, so
+// a huge request is split across storage transactions instead of failing.
+const maxPushChunk = 4 << 20
+
+// Push appends messages to their partitions. Items are validated first: one
+// bad item refuses the whole call with an [*ArgumentError] and nothing is
+// written. Otherwise each item gets a result: queued (with its offset),
+// duplicate, or failed (queue full). Offsets are assigned in commit order.
+// Push returns after the write is durable as Options.Durability says; if
+// ctx ends first, Push returns ctx.Err() and the write may still land
+// (push again with the same TransactionID to find out).
+func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, error) {
+	start := time.Now()
+	items = append([]PushItem(nil), items...)
+	for i := range items {
+		if err := items[i].normalize(i); err != nil {
+			return nil, err
+		}
+	}
+	results := make([]PushResult, len(items))
+	var reqs []*pushReq
+	for lo := 0; lo < len(items); {
+		hi, size := lo, 0
+		for hi < len(items) && (hi == lo || size+len(items[hi].Payload) < maxPushChunk) {
+			size += len(items[hi].Payload) + len(items[hi].TransactionID) + 64
+			hi++
+		}
+		reqs = append(reqs, &pushReq{items: items[lo:hi], results: results[lo:hi], done: make(chan error, 1)})
+		lo = hi
+	}
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	for _, r := range reqs {
+		b.w.submitPush(r)
+	}
+	b.mu.Unlock()
+	for _, r := range reqs {
+		if err := waitCtx(ctx, r.done); err != nil {
+			return nil, err
+		}
+	}
+	n := 0
+	for i := range results {
+		if results[i].Status == PushQueued {
+			n++
+		}
+	}
+	if len(items) > 0 {
+		b.obs.Observe(Event{Kind: EventPush, Queue: items[0].Queue, Count: n, Duration: time.Since(start)})
+	}
+	return results, nil
+}
+
+// Record is one message read by [Broker.Fetch].
+type Record struct {
+	Offset        int64
+	MessageID     string
+	TransactionID string
+	TraceID       string
+	Payload       json.RawMessage
+	CreatedAt     time.Time
+}
+
+// FetchResult is a page of a partition read by offset.
+type FetchResult struct {
+	Queue     string
+	Partition string
+	Records   []Record
+	// NextOffset is where the next page starts.
+	NextOffset int64
+}
+
+// Fetch reads up to limit messages of one partition from offset from, with
+// no consumer group, lease or ack. limit defaults to 100 and is capped at
+// 1000. Messages below the retention horizon are skipped. An unknown queue
+// or partition is [ErrNotFound].
+func (b *Broker) Fetch(ctx context.Context, queueName, partitionName string, from int64, limit int) (*FetchResult, error) {
+	if from < 0 {
+		return nil, argErr("from", "must not be negative")
+	}
+	if limit < 0 {
+		return nil, argErr("limit", "must not be negative")
+	}
+	if limit == 0 {
+		limit = 100
+	}
+	limit = min(limit, 1000)
+	if partitionName == "" {
+		partitionName = DefaultPartition
+	}
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	q := b.queues[queueName]
+	if q == nil {
+		b.mu.Unlock()
+		return nil, ErrNotFound
+	}
+	p := q.parts[partitionName]
+	if p == nil {
+		b.mu.Unlock()
+		return nil, ErrNotFound
+	}
+	pid, start, end := p.pid, max(from, p.first), p.next
+	b.mu.Unlock()
+
+	res := &FetchResult{Queue: queueName, Partition: partitionName, NextOffset: max(start, from)}
+	if start >= end {
+		return res, nil
+	}
+	err := b.readRange(pid, start, end, limit, func(off int64, m *record.Message) bool {
+		payload, err := b.openPayload(m)
+		if err != nil {
+			payload = nil
+		}
+		res.Records = append(res.Records, Record{
+			Offset: off, MessageID: uuid.UUID(m.ID).String(), TransactionID: m.TxID, TraceID: m.TraceID,
+			Payload: payload, CreatedAt: time.UnixMicro(m.CreatedAt).UTC(),
+		})
+		res.NextOffset = off + 1
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Records) < limit {
+		res.NextOffset = end
+	}
+	return res, nil
+}
+
+// readRange calls fn for the stored messages of pid in [from, end), at most
+// limit of them, in offset order, until fn returns false.
+func (b *Broker) readRange(pid uint64, from, end int64, limit int, fn func(int64, *record.Message) bool) error {
+	err := b.db.View(func(txn *badger.Txn) error {
+		var m record.Message
+		if end-from <= 2 {
+			for off := from; off < end && limit > 0; off++ {
+				item, err := txn.Get(keys.MessageKey(pid, off))
+				if err == badger.ErrKeyNotFound {
+					continue
+				}
+				if err != nil {
+					return err
+				}
+				if err := item.Value(func(v []byte) error { return record.DecodeMessage(v, &m) }); err != nil {
+					return err
+				}
+				limit--
+				if !fn(off, &m) {
+					return nil
+				}
+			}
+			return nil
+		}
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = keys.MessagePrefix(pid)
+		opts.PrefetchSize = min(limit, 100)
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Seek(keys.MessageKey(pid, from)); it.Valid() && limit > 0; it.Next() {
+			_, off, ok := keys.DecodeMessageKey(it.Item().Key())
+			if !ok || off >= end {
+				break
+			}
+			if err := it.Item().Value(func(v []byte) error { return record.DecodeMessage(v, &m) }); err != nil {
+				return err
+			}
+			limit--
+			if !fn(off, &m) {
+				return nil
+			}
+		}
+		return nil
+	})
+	return storageErr("read", err)
+}
+

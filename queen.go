@@ -1,0 +1,345 @@
+package queen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+)
+
+// Durability selects what a successful write survives.
+type Durability int
+
+const (
+	// SyncEveryCommit makes every write call (push, ack, transaction, ...)
+	// return only after the storage transaction that holds it has been
+	// fsynced. Survives a process crash and a power loss. Concurrent writes
+	// share one transaction and one fsync (group commit). The default.
+	SyncEveryCommit Durability = iota
+
+	// SyncNever returns once the write is committed to Badger's memory-mapped
+	// write-ahead log, without fsync. Survives a process crash (kill -9),
+	// because the operating system still holds the pages; a power loss or
+	// kernel crash can lose the writes of the last few seconds.
+	SyncNever
+)
+
+func (d Durability) String() string {
+	switch d {
+	case SyncEveryCommit:
+		return "sync-every-commit"
+	case SyncNever:
+		return "sync-never"
+	}
+	return fmt.Sprintf("Durability(%d)", int(d))
+}
+
+// SubscriptionMode says where a new consumer group starts reading.
+type SubscriptionMode string
+
+const (
+	// SubscriptionModeNew starts a new group after the messages that exist at
+	// its first pop: it reads only what is pushed from then on.
+	SubscriptionModeNew SubscriptionMode = "new"
+	// SubscriptionModeAll starts a new group at the oldest retained message.
+	SubscriptionModeAll SubscriptionMode = "all"
+	// SubscriptionModeNewOnly is an alias of [SubscriptionModeNew].
+	SubscriptionModeNewOnly SubscriptionMode = "new-only"
+)
+
+// QueueModeGroup is the consumer group a pop or ack uses when it names
+// none: a plain work queue where each message goes to one worker.
+const QueueModeGroup = "__QUEUE_MODE__"
+
+// DefaultPartition is the partition a push uses when it names none.
+const DefaultPartition = "Default"
+
+// MaxNameLen is the longest queue, partition, group, namespace, task or
+// transactionId, in bytes.
+const MaxNameLen = 255
+
+// Clock tells the broker the time. Tests inject a fake one to drive leases,
+// retry delays and retention without sleeping.
+type Clock interface {
+	Now() time.Time
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// Options configures a [Broker]. A nil *Options and zero fields mean the
+// defaults.
+type Options struct {
+	// InMemory keeps everything in memory (Badger's in-memory mode); the dir
+	// given to [Open] must be empty. Meant for tests.
+	InMemory bool
+
+	// Durability is what a successful write survives. Defaults to
+	// [SyncEveryCommit].
+	Durability Durability
+
+	// DefaultSubscriptionMode is where a new named group starts when its
+	// first pop says nothing. Defaults to [SubscriptionModeNew].
+	DefaultSubscriptionMode SubscriptionMode
+
+	// EncryptionKey is the 32-byte AES-256 key used for queues configured
+	// with EncryptionEnabled. Defaults to none: enabling encryption on a
+	// queue is then refused.
+	EncryptionKey []byte
+
+	// Logger receives the broker's few log lines (storage trouble,
+	// background job failures). Defaults to discarding them.
+	Logger *slog.Logger
+
+	// Clock is the time source. Defaults to the system clock.
+	Clock Clock
+
+	// MaintenanceInterval is how often retention, completed-retention and
+	// max-wait eviction run. Defaults to 10 seconds.
+	MaintenanceInterval time.Duration
+
+	// GCInterval is how often Badger's value log is garbage collected so
+	// disk space is given back. Defaults to 5 minutes; ignored in memory.
+	GCInterval time.Duration
+
+	// DrainTimeout bounds how long [Broker.Close] waits for running
+	// consumers (see [Consumer]) to finish their handlers, in total.
+	// Defaults to 20 seconds.
+	DrainTimeout time.Duration
+
+	// Observer receives counts and durations. Defaults to none.
+	Observer Observer
+}
+
+func (o *Options) withDefaults() (Options, error) {
+	var out Options
+	if o != nil {
+		out = *o
+	}
+	switch out.Durability {
+	case SyncEveryCommit, SyncNever:
+	default:
+		return out, argErr("Options.Durability", "unknown value %d", int(out.Durability))
+	}
+	switch out.DefaultSubscriptionMode {
+	case "":
+		out.DefaultSubscriptionMode = SubscriptionModeNew
+	case SubscriptionModeNew, SubscriptionModeNewOnly:
+		out.DefaultSubscriptionMode = SubscriptionModeNew
+	case SubscriptionModeAll:
+	default:
+		return out, argErr("Options.DefaultSubscriptionMode", "must be %q or %q, not %q", SubscriptionModeNew, SubscriptionModeAll, out.DefaultSubscriptionMode)
+	}
+	if n := len(out.EncryptionKey); n != 0 && n != 32 {
+		return out, argErr("Options.EncryptionKey", "must be 32 bytes, not %d", n)
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	if out.Clock == nil {
+		out.Clock = systemClock{}
+	}
+	if out.MaintenanceInterval < 0 || out.GCInterval < 0 || out.DrainTimeout < 0 {
+		return out, argErr("Options", "intervals must not be negative")
+	}
+	if out.MaintenanceInterval == 0 {
+		out.MaintenanceInterval = 10 * time.Second
+	}
+	if out.GCInterval == 0 {
+		out.GCInterval = 5 * time.Minute
+	}
+	if out.DrainTimeout == 0 {
+		out.DrainTimeout = 20 * time.Second
+	}
+	if out.Observer == nil {
+		out.Observer = nopObserver{}
+	}
+	return out, nil
+}
+
+// Broker is an embedded message broker: partitioned queues stored in
+// Badger, read by consumer groups under leases. All methods are safe for
+// concurrent use.
+type Broker struct {
+	db    *badger.DB
+	ownDB bool
+	opts  Options
+	clock Clock
+	log   *slog.Logger
+	obs   Observer
+
+	mu        sync.Mutex
+	queues    map[string]*queue
+	parts     []*partition // by internal id; nil for deleted
+	leases    map[string]*lease
+	queueWait map[string]*waitList // pops waiting for a queue to be created
+	closed    bool
+	failed    error // a storage failure that left memory and disk apart
+
+	w        *writer
+	timers   timerWheel
+	stop     chan struct{}
+	bg       sync.WaitGroup
+	consumer consumerSet
+}
+
+// Open opens (creating if needed) a broker stored in dir. With
+// Options.InMemory, dir must be "" and nothing touches the disk.
+func Open(dir string, opts *Options) (*Broker, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	var bo badger.Options
+	if o.InMemory {
+		if dir != "" {
+			return nil, argErr("dir", "must be empty with Options.InMemory")
+		}
+		bo = badger.DefaultOptions("").WithInMemory(true)
+	} else {
+		if dir == "" {
+			return nil, argErr("dir", "must not be empty")
+		}
+		bo = badger.DefaultOptions(dir)
+	}
+	bo = bo.WithLogger(nil).WithSyncWrites(false).WithNumVersionsToKeep(1).
+		WithCompactL0OnClose(true).WithDetectConflicts(false)
+	db, err := badger.Open(bo)
+	if err != nil {
+		return nil, fmt.Errorf("queen: open %s: %w", dir, err)
+	}
+	b, err := newBroker(db, o)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	b.ownDB = true
+	return b, nil
+}
+
+// OpenDB runs a broker on a Badger database the caller opened and tuned.
+// The caller keeps ownership: [Broker.Close] does not close db. The broker
+// owns every key it writes; sharing db with other writers is safe only if
+// they stay out of the broker's key kinds (see internal/keys).
+// Durability is still governed by Options.Durability.
+func OpenDB(db *badger.DB, opts *Options) (*Broker, error) {
+	if db == nil {
+		return nil, argErr("db", "must not be nil")
+	}
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return newBroker(db, o)
+}
+
+func newBroker(db *badger.DB, o Options) (*Broker, error) {
+	b := &Broker{
+		db:        db,
+		opts:      o,
+		clock:     o.Clock,
+		log:       o.Logger,
+		obs:       o.Observer,
+		queues:    make(map[string]*queue),
+		leases:    make(map[string]*lease),
+		queueWait: make(map[string]*waitList),
+		stop:      make(chan struct{}),
+	}
+	b.parts = make([]*partition, 1) // pid 0 is never used
+	if err := b.load(); err != nil {
+		return nil, err
+	}
+	b.w = newWriter(b)
+	b.timers.init(b)
+	b.bg.Add(3)
+	go func() { defer b.bg.Done(); b.w.run() }()
+	go func() { defer b.bg.Done(); b.timers.run() }()
+	go func() { defer b.bg.Done(); b.maintain() }()
+	return b, nil
+}
+
+// Close stops the broker: it drains running consumers (see
+// Options.DrainTimeout), ends waiting pops with [ErrClosed], finishes the
+// writes already accepted, stops every background goroutine and, when the
+// broker opened Badger itself, closes it. Close is idempotent.
+func (b *Broker) Close() error {
+	drainErr := b.consumer.closeAll(b.opts.DrainTimeout)
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	for _, q := range b.queues {
+		for _, g := range q.groups {
+			g.waiters.wakeAll()
+		}
+	}
+	for _, wl := range b.queueWait {
+		wl.wakeAll()
+	}
+	b.mu.Unlock()
+	close(b.stop)
+	b.bg.Wait()
+	var err error
+	if b.ownDB {
+		if cerr := b.db.Close(); cerr != nil {
+			err = fmt.Errorf("queen: close storage: %w", cerr)
+		}
+	}
+	return errors.Join(drainErr, err)
+}
+
+// usable reports why the broker cannot serve a call, under b.mu.
+func (b *Broker) usable() error {
+	if b.closed {
+		return ErrClosed
+	}
+	if b.failed != nil {
+		return fmt.Errorf("%w: storage failure: %v", ErrClosed, b.failed)
+	}
+	return nil
+}
+
+// fail records a storage failure that left memory ahead of disk: the broker
+// refuses every later call rather than serve state it cannot keep.
+func (b *Broker) fail(err error) {
+	b.mu.Lock()
+	if b.failed == nil {
+		b.failed = err
+		b.log.Error("queen: storage failure, broker stopped serving", "err", err)
+	}
+	b.mu.Unlock()
+}
+
+func (b *Broker) now() int64 { return b.clock.Now().UnixMicro() }
+
+// storageErr wraps a Badger error so callers never see the engine's types.
+func storageErr(op string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, badger.ErrDBClosed):
+		return ErrClosed
+	case errors.Is(err, badger.ErrKeyNotFound):
+		return ErrNotFound
+	case errors.Is(err, badger.ErrTxnTooBig):
+		return fmt.Errorf("%w: %s", ErrTooLarge, op)
+	}
+	return fmt.Errorf("queen: %s: storage: %s", op, err.Error())
+}
+
+// waitCtx waits for ch or ctx.
+func waitCtx(ctx context.Context, ch <-chan error) error {
+	select {
+	case err := <-ch:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

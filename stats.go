@@ -1,0 +1,346 @@
+package queen
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/queenlite/queen/internal/keys"
+	"github.com/queenlite/queen/internal/record"
+)
+
+// CursorStats is one group's position in one partition.
+type CursorStats struct {
+	Group          string
+	Offset         int64 // next offset to deliver
+	Lag            int64 // retained messages at or after Offset
+	InFlight       int   // messages leased and not yet settled
+	LeaseID        string
+	LeaseExpiresAt time.Time
+	Retries        int // failed acks spent since the last completed batch
+	Consumed       int64
+	LastAckAt      time.Time // zero if never
+}
+
+// PartitionStats describes one partition.
+type PartitionStats struct {
+	Name        string
+	ID          string
+	CreatedAt   time.Time
+	Messages    int64 // retained messages
+	FirstOffset int64 // lowest retained offset
+	NextOffset  int64 // offset the next push gets
+	LastPushAt  time.Time
+	Cursors     []CursorStats
+}
+
+// QueueStats describes a queue and its partitions.
+type QueueStats struct {
+	QueueInfo
+	Partitions  []PartitionStats // by name; nil from [Broker.ListQueues]
+	PartitionN  int
+	Messages    int64 // retained messages
+	Pending     int64 // messages the slowest group has not settled (all, with no group)
+	InFlight    int64 // messages under live leases, over all groups
+	DeadLetters int64
+	Parked      int64
+	Groups      []string
+}
+
+// GroupStats describes a consumer group on one queue.
+type GroupStats struct {
+	Queue             string
+	Group             string
+	Mode              SubscriptionMode // "new", "all" or "timestamp"
+	From              time.Time        // start time of a "timestamp" group
+	JoinedAt          time.Time
+	Conflation        bool
+	Partitions        int   // cursors
+	PartitionsWithLag int   // cursors with messages to read
+	Lag               int64 // messages to read, over all partitions
+	InFlight          int64 // leased messages
+	ActiveLeases      int   // partitions under a live lease
+	Consumed          int64
+	LastAckAt         time.Time
+	// OldestPendingAt is when the oldest message the group has not settled
+	// was pushed; zero with no lag.
+	OldestPendingAt time.Time
+}
+
+func microsTime(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us).UTC()
+}
+
+func (b *Broker) cursorStats(c *cursor, now int64) CursorStats {
+	cs := CursorStats{Group: c.g.name, Offset: max(c.offset, c.p.first), Retries: int(c.retries), Consumed: c.consumed, LastAckAt: microsTime(c.lastAckAt)}
+	cs.Lag = max(0, c.p.next-cs.Offset)
+	if c.fl != nil && c.fl.lease != nil && c.fl.lease.expires > now {
+		for _, f := range c.fl.msgs {
+			if !f.settled {
+				cs.InFlight++
+			}
+		}
+		cs.LeaseID, cs.LeaseExpiresAt = c.fl.lease.id, microsTime(c.fl.lease.expires)
+	}
+	return cs
+}
+
+func (b *Broker) queueStats(q *queue, withParts bool, now int64) QueueStats {
+	qs := QueueStats{QueueInfo: *q.info(), PartitionN: len(q.parts), Messages: q.count, DeadLetters: q.dlqCount, Parked: q.parkedCount}
+	for name := range q.groups {
+		qs.Groups = append(qs.Groups, name)
+	}
+	sort.Strings(qs.Groups)
+	for _, p := range q.parts {
+		pending := p.next - p.first
+		if len(q.groups) > 0 {
+			pending = 0
+		}
+		ps := PartitionStats{Name: p.name, ID: p.uuid(), CreatedAt: microsTime(p.createdAt), Messages: p.count, FirstOffset: p.first, NextOffset: p.next, LastPushAt: microsTime(p.lastPushAt)}
+		for _, c := range p.cursors {
+			if c == nil {
+				continue
+			}
+			cs := b.cursorStats(c, now)
+			pending = max(pending, cs.Lag)
+			qs.InFlight += int64(cs.InFlight)
+			if withParts {
+				ps.Cursors = append(ps.Cursors, cs)
+			}
+		}
+		qs.Pending += pending
+		if withParts {
+			qs.Partitions = append(qs.Partitions, ps)
+		}
+	}
+	sort.Slice(qs.Partitions, func(i, j int) bool { return qs.Partitions[i].Name < qs.Partitions[j].Name })
+	return qs
+}
+
+// QueueStats describes a queue, its partitions and the cursors of its
+// groups; an unknown queue is [ErrNotFound].
+func (b *Broker) QueueStats(ctx context.Context, name string) (*QueueStats, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.usable(); err != nil {
+		return nil, err
+	}
+	q := b.queues[name]
+	if q == nil {
+		return nil, ErrNotFound
+	}
+	qs := b.queueStats(q, true, b.now())
+	return &qs, nil
+}
+
+// ListQueues describes every queue (without per-partition detail), by name.
+func (b *Broker) ListQueues(ctx context.Context) ([]QueueStats, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.usable(); err != nil {
+		return nil, err
+	}
+	now := b.now()
+	out := make([]QueueStats, 0, len(b.queues))
+	for _, q := range b.queues {
+		out = append(out, b.queueStats(q, false, now))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// ListGroups describes every consumer group on every queue (queue mode
+// included), by queue then group. A non-empty group restricts the list.
+func (b *Broker) ListGroups(ctx context.Context, group string) ([]GroupStats, error) {
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return nil, err
+	}
+	now := b.now()
+	var out []GroupStats
+	type probe struct {
+		i   int
+		pid uint64
+		off int64
+	}
+	var probes []probe
+	for _, q := range b.queues {
+		for _, g := range q.groups {
+			if group != "" && g.name != group {
+				continue
+			}
+			gs := GroupStats{Queue: q.name, Group: g.name, Mode: g.mode, From: microsTime(g.from), JoinedAt: microsTime(g.joinedAt), Conflation: g.conflation}
+			for _, p := range q.parts {
+				if g.slot >= len(p.cursors) || p.cursors[g.slot] == nil {
+					continue
+				}
+				cs := b.cursorStats(p.cursors[g.slot], now)
+				gs.Partitions++
+				gs.Lag += cs.Lag
+				gs.InFlight += int64(cs.InFlight)
+				gs.Consumed += cs.Consumed
+				if cs.Lag > 0 {
+					gs.PartitionsWithLag++
+					probes = append(probes, probe{len(out), p.pid, cs.Offset})
+				}
+				if cs.LeaseID != "" {
+					gs.ActiveLeases++
+				}
+				if cs.LastAckAt.After(gs.LastAckAt) {
+					gs.LastAckAt = cs.LastAckAt
+				}
+			}
+			out = append(out, gs)
+		}
+	}
+	b.mu.Unlock()
+	err := b.db.View(func(txn *badger.Txn) error {
+		for _, pr := range probes {
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: keys.MessagePrefix(pr.pid)})
+			it.Seek(keys.MessageKey(pr.pid, pr.off))
+			if it.Valid() {
+				_ = it.Item().Value(func(v []byte) error {
+					if ts, ok := record.MessageCreatedAt(v); ok {
+						t := microsTime(ts)
+						if o := &out[pr.i].OldestPendingAt; o.IsZero() || t.Before(*o) {
+							*o = t
+						}
+					}
+					return nil
+				})
+			}
+			it.Close()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, storageErr("group stats", err)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Queue != out[j].Queue {
+			return out[i].Queue < out[j].Queue
+		}
+		return out[i].Group < out[j].Group
+	})
+	return out, nil
+}
+
+// DeleteGroup removes group's cursors and leases on queue (every queue when
+// queue is ""), and reports how many partition cursors were removed. With
+// deleteMetadata the group is forgotten: its next pop starts it afresh. Without, its
+// start point is kept and its cursors go back to it.
+func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMetadata bool) (int, error) {
+	name := groupName(group)
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return 0, err
+	}
+	now := b.now()
+	var ops []op
+	n := 0
+	for _, q := range b.queues {
+		if queue != "" && q.name != queue {
+			continue
+		}
+		g := q.groups[name]
+		if g == nil {
+			continue
+		}
+		for _, p := range q.parts {
+			if g.slot >= len(p.cursors) || p.cursors[g.slot] == nil {
+				continue
+			}
+			c := p.cursors[g.slot]
+			b.dropLease(c)
+			g.removeReady(c)
+			ops = append(ops, op{key: keys.CursorKey(p.pid, name), del: true})
+			n++
+			if deleteMetadata {
+				p.cursors[g.slot] = nil
+				continue
+			}
+			if g.mode == SubscriptionModeNew {
+				g.mode, g.from = modeFrom, g.joinedAt
+			}
+			*c = cursor{p: p, g: g, offset: b.startOffset(g, p)}
+			b.check(c, now)
+		}
+		if deleteMetadata {
+			g.deleted = true
+			q.slots[g.slot] = nil
+			delete(q.groups, name)
+			g.waiters.wakeAll()
+			ops = append(ops, op{key: keys.GroupKey(q.name, name), del: true})
+		} else {
+			ops = append(ops, op{key: keys.GroupKey(q.name, name), val: g.meta()})
+		}
+	}
+	var done <-chan error
+	if len(ops) > 0 {
+		done = b.w.submit(ops)
+	}
+	b.mu.Unlock()
+	if done != nil {
+		if err := waitCtx(ctx, done); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+// SetGroupSubscription moves the start point of group on every queue to
+// from, for the partitions it has not consumed yet, and returns how many
+// cursors moved.
+func (b *Broker) SetGroupSubscription(ctx context.Context, group string, from time.Time) (int, error) {
+	if from.IsZero() {
+		return 0, argErr("from", "must be set")
+	}
+	name := groupName(group)
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return 0, err
+	}
+	now := b.now()
+	var ops []op
+	n := 0
+	for _, q := range b.queues {
+		g := q.groups[name]
+		if g == nil {
+			continue
+		}
+		g.mode, g.from = modeFrom, from.UnixMicro()
+		ops = append(ops, op{key: keys.GroupKey(q.name, name), val: g.meta()})
+		for _, p := range q.parts {
+			if g.slot >= len(p.cursors) || p.cursors[g.slot] == nil {
+				continue
+			}
+			c := p.cursors[g.slot]
+			if c.consumed > 0 || c.fl != nil {
+				continue
+			}
+			g.removeReady(c)
+			c.offset = b.firstOffsetAtOrAfter(p, g.from)
+			ops = append(ops, c.saveOp())
+			b.check(c, now)
+			n++
+		}
+	}
+	var done <-chan error
+	if len(ops) > 0 {
+		done = b.w.submit(ops)
+	}
+	b.mu.Unlock()
+	if done != nil {
+		if err := waitCtx(ctx, done); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,368 @@
+package queen
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/queenlite/queen/internal/keys"
+	"github.com/queenlite/queen/internal/record"
+	"github.com/queenlite/queen/internal/uuid"
+)
+
+// This file is the only place that writes to Badger. Every write of the
+// broker goes through one goroutine, the writer, which gathers what
+// concurrent callers submitted into one transaction and one fsync (group
+// commit). Because the writer is the only writer, offsets are assigned in
+// commit order and transactions never conflict.
+
+// op is one key write or delete.
+type op struct {
+	key, val []byte
+	del      bool
+}
+
+// pushReq is a push waiting for the writer.
+type pushReq struct {
+	items   []PushItem
+	results []PushResult
+	done    chan error
+}
+
+type writeReq struct {
+	ops  []op
+	push *pushReq
+	done chan error
+}
+
+// Limits of one storage transaction, well under Badger's own (15% of the
+// 64 MiB memtable), so estimates that run a little short never fail.
+const (
+	txnMaxBytes = 4 << 20
+	txnMaxOps   = 20000
+)
+
+type writer struct {
+	b      *Broker
+	mu     sync.Mutex
+	queue  []*writeReq
+	exited bool
+	signal chan struct{}
+	lastTS int64
+	// room tracks, during one batch, how many more messages each queue
+	// with a MaxSize may take.
+	room map[*queue]int64
+}
+
+func newWriter(b *Broker) *writer {
+	return &writer{b: b, signal: make(chan struct{}, 1), room: make(map[*queue]int64)}
+}
+
+// submit queues ops for the next commit and returns the channel that
+// reports it. Callers hold b.mu so that writes reach disk in the order
+// their effects were applied in memory.
+func (w *writer) submit(ops []op) <-chan error {
+	done := make(chan error, 1)
+	w.enqueue(&writeReq{ops: ops, done: done})
+	return done
+}
+
+func (w *writer) submitPush(r *pushReq) { w.enqueue(&writeReq{push: r, done: r.done}) }
+
+func (w *writer) enqueue(r *writeReq) {
+	w.mu.Lock()
+	if w.exited {
+		w.mu.Unlock()
+		r.done <- ErrClosed
+		return
+	}
+	w.queue = append(w.queue, r)
+	w.mu.Unlock()
+	select {
+	case w.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (w *writer) run() {
+	for {
+		select {
+		case <-w.signal:
+		case <-w.b.stop:
+			w.mu.Lock()
+			w.exited = true
+			rest := w.queue
+			w.queue = nil
+			w.mu.Unlock()
+			w.commitAll(rest)
+			return
+		}
+		for {
+			w.mu.Lock()
+			batch := w.queue
+			w.queue = nil
+			w.mu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			w.commitAll(batch)
+		}
+	}
+}
+
+// commitAll commits batch in transactions that fit the limits.
+func (w *writer) commitAll(batch []*writeReq) {
+	for len(batch) > 0 {
+		n, size, count := 0, 0, 0
+		for n < len(batch) {
+			s, c := batch[n].estimate()
+			if n > 0 && (size+s > txnMaxBytes || count+c > txnMaxOps) {
+				break
+			}
+			size, count = size+s, count+c
+			n++
+		}
+		w.commit(batch[:n])
+		batch = batch[n:]
+	}
+}
+
+func (r *writeReq) estimate() (bytes, ops int) {
+	if r.push != nil {
+		for i := range r.push.items {
+			it := &r.push.items[i]
+			v := len(it.Payload)
+			if v >= 1<<20 { // Badger keeps large values in the value log
+				v = 16
+			}
+			bytes += v + 2*len(it.TransactionID) + len(it.TraceID) + len(it.ProducerSub) + 120
+		}
+		ops = 2*len(r.push.items) + 4
+	}
+	ops += len(r.ops)
+	for _, o := range r.ops {
+		v := len(o.val)
+		if v >= 1<<20 {
+			v = 16
+		}
+		bytes += len(o.key) + v + 20
+	}
+	return bytes, ops
+}
+
+// commit writes one transaction.
+func (w *writer) commit(batch []*writeReq) {
+	b := w.b
+	now := b.now()
+	ts := max(now, w.lastTS)
+	w.lastTS = ts
+	clear(w.room)
+
+	txn := b.db.NewTransaction(true)
+	defer txn.Discard()
+	touched := make(map[*partition]int64)
+	var failed error
+	reqErr := make([]error, len(batch))
+	for i, r := range batch {
+		reqErr[i] = applyOps(txn, r.ops)
+		if reqErr[i] == nil && r.push != nil {
+			reqErr[i] = w.applyPush(txn, r.push, ts, touched)
+		}
+		if reqErr[i] != nil && !errors.Is(reqErr[i], badger.ErrTxnTooBig) {
+			failed = reqErr[i]
+			break
+		}
+		if errors.Is(reqErr[i], badger.ErrTxnTooBig) {
+			// Too big even alone, or our estimate ran short: commit the rest
+			// without it is not possible in one Badger transaction, so redo
+			// the batch one request at a time.
+			txn.Discard()
+			w.rollback(touched)
+			if len(batch) == 1 {
+				r.done <- storageErr("write", reqErr[i])
+				return
+			}
+			for _, one := range batch {
+				w.commit([]*writeReq{one})
+			}
+			return
+		}
+	}
+	if failed == nil {
+		failed = txn.Commit()
+		if failed == nil && b.opts.Durability == SyncEveryCommit && !b.opts.InMemory {
+			failed = b.db.Sync()
+		}
+	}
+	if failed != nil {
+		w.rollback(touched)
+		err := storageErr("write", failed)
+		for _, r := range batch {
+			if len(r.ops) > 0 { // memory already holds the effect: stop serving
+				b.fail(err)
+			}
+			r.done <- err
+		}
+		return
+	}
+	w.publish(touched, ts)
+	for _, r := range batch {
+		r.done <- nil
+	}
+}
+
+func applyOps(txn *badger.Txn, ops []op) error {
+	for _, o := range ops {
+		var err error
+		if o.del {
+			err = txn.Delete(o.key)
+		} else {
+			err = txn.Set(o.key, o.val)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rollback forgets the offsets handed out in a transaction that did not commit.
+func (w *writer) rollback(touched map[*partition]int64) {
+	b := w.b
+	b.mu.Lock()
+	for p := range touched {
+		p.assigned = p.next
+	}
+	b.mu.Unlock()
+}
+
+// publish makes committed messages visible to pops, under b.mu.
+func (w *writer) publish(touched map[*partition]int64, ts int64) {
+	if len(touched) == 0 {
+		return
+	}
+	b := w.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for p, n := range touched {
+		if !p.persisted {
+			p.persisted = true
+		}
+		p.q.persisted = true
+		if p.deleted {
+			continue
+		}
+		p.next = p.assigned
+		p.count += n
+		p.q.count += n
+		p.lastPushAt = ts
+		b.messagesArrived(p)
+	}
+}
+
+// applyPush adds a push to txn: dedup, queue-size check, offsets, records.
+func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*partition]int64) error {
+	b := w.b
+	parts := make([]*partition, len(r.items))
+	encrypt := make([]bool, len(r.items))
+	var metas []op
+
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return ErrClosed
+	}
+	for i := range r.items {
+		it := &r.items[i]
+		q := b.queues[it.Queue]
+		if q == nil {
+			cfg := pushCreatedConfig(it.Queue)
+			if it.Namespace != "" || it.Task != "" {
+				cfg.Namespace, cfg.Task = it.Namespace, it.Task
+			}
+			q = b.newQueue(it.Queue, cfg)
+		}
+		if !q.persisted && !containsKey(metas, keys.QueueKey(q.name)) {
+			metas = append(metas, op{key: keys.QueueKey(q.name), val: q.meta()})
+		}
+		p, _ := b.partitionFor(q, it.Partition)
+		if !p.persisted && !containsKey(metas, keys.PartitionKey(p.pid)) {
+			metas = append(metas, op{key: keys.PartitionKey(p.pid), val: p.meta()})
+		}
+		parts[i] = p
+		encrypt[i] = q.cfg.EncryptionEnabled
+		if _, ok := w.room[q]; !ok && q.cfg.MaxSize > 0 {
+			w.room[q] = int64(q.cfg.MaxSize) - q.count
+		}
+	}
+	b.mu.Unlock()
+
+	if err := applyOps(txn, metas); err != nil {
+		return err
+	}
+	var val []byte
+	for i := range r.items {
+		it := &r.items[i]
+		p := parts[i]
+		res := &r.results[i]
+		*res = PushResult{Queue: it.Queue, Partition: it.Partition, PartitionID: p.uuid(), TransactionID: it.TransactionID, TraceID: it.TraceID}
+		tk := keys.TxIDKey(p.pid, it.TransactionID)
+		item, err := txn.Get(tk)
+		switch {
+		case err == nil:
+			var off int64
+			err = item.Value(func(v []byte) (err error) { off, err = record.DecodeOffset(v); return })
+			if err != nil {
+				return err
+			}
+			res.Status, res.Offset = PushDuplicate, off
+			if mi, err := txn.Get(keys.MessageKey(p.pid, off)); err == nil {
+				_ = mi.Value(func(v []byte) error {
+					if len(v) >= 26 {
+						res.MessageID = uuid.UUID(v[10:26]).String()
+					}
+					return nil
+				})
+			}
+			continue
+		case err != badger.ErrKeyNotFound:
+			return err
+		}
+		if room, limited := w.room[p.q]; limited {
+			if room <= 0 {
+				res.Status, res.Err = PushFailed, ErrQueueFull
+				continue
+			}
+			w.room[p.q] = room - 1
+		}
+		id := uuid.NewV7At(b.clock.Now())
+		m := record.Message{CreatedAt: ts, ID: id, TxID: it.TransactionID, TraceID: it.TraceID, ProducerSub: it.ProducerSub, Payload: it.Payload}
+		if encrypt[i] {
+			if m.Payload, err = b.seal(it.Payload); err != nil {
+				return err
+			}
+			m.Flags |= record.FlagEncrypted
+		}
+		off := p.assigned
+		val = record.AppendMessage(make([]byte, 0, record.MessageSize(&m)), &m)
+		if err := txn.Set(keys.MessageKey(p.pid, off), val); err != nil {
+			return err
+		}
+		if err := txn.Set(tk, record.Offset(off)); err != nil {
+			return err
+		}
+		p.assigned++
+		touched[p]++
+		res.Status, res.Offset, res.MessageID = PushQueued, off, id.String()
+	}
+	return nil
+}
+
+func containsKey(ops []op, k []byte) bool {
+	for _, o := range ops {
+		if string(o.key) == string(k) {
+			return true
+		}
+	}
+	return false
+}

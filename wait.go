@@ -1,0 +1,160 @@
+package queen
+
+import (
+	"container/heap"
+	"time"
+)
+
+// waiter is a pop parked until something it could take appears.
+type waiter struct {
+	ch         chan struct{} // receives one token per wake
+	prev, next *waiter
+	list       *waitList
+}
+
+// waitList is a FIFO of parked pops. Guarded by Broker.mu.
+type waitList struct {
+	head, tail *waiter
+	n          int
+}
+
+func (l *waitList) add() *waiter {
+	w := &waiter{ch: make(chan struct{}, 1), list: l}
+	if l.tail == nil {
+		l.head, l.tail = w, w
+	} else {
+		w.prev, l.tail.next, l.tail = l.tail, w, w
+	}
+	l.n++
+	return w
+}
+
+func (l *waitList) remove(w *waiter) {
+	if w.list != l {
+		return
+	}
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		l.head = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		l.tail = w.prev
+	}
+	w.prev, w.next, w.list = nil, nil, nil
+	l.n--
+}
+
+// wakeOne wakes the longest-waiting pop.
+func (l *waitList) wakeOne() {
+	if w := l.head; w != nil {
+		l.remove(w)
+		w.ch <- struct{}{}
+	}
+}
+
+func (l *waitList) wakeAll() {
+	for l.head != nil {
+		l.wakeOne()
+	}
+}
+
+// leave unregisters w after its wait ended. If w was woken but will not use
+// the wake (its pop is giving up), the wake passes to the next waiter.
+func (l *waitList) leave(w *waiter) {
+	if w.list == l {
+		l.remove(w)
+		return
+	}
+	select {
+	case <-w.ch:
+		l.wakeOne()
+	default:
+	}
+}
+
+// timerWheel wakes cursors whose state changes at a known time: lease
+// expiry, retry delay, window buffer, delayed messages. It is a min-heap
+// served by one goroutine; pops also serve it synchronously, so a fake
+// clock needs no goroutine to move.
+type timerWheel struct {
+	b    *Broker
+	h    timerHeap
+	kick chan struct{}
+}
+
+type timerEntry struct {
+	at int64
+	c  *cursor
+}
+
+type timerHeap []timerEntry
+
+func (h timerHeap) Len() int           { return len(h) }
+func (h timerHeap) Less(i, j int) bool { return h[i].at < h[j].at }
+func (h timerHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *timerHeap) Push(x any)        { *h = append(*h, x.(timerEntry)) }
+func (h *timerHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+func (t *timerWheel) init(b *Broker) {
+	t.b = b
+	t.kick = make(chan struct{}, 1)
+}
+
+// schedule asks for c to be checked at time at, under b.mu.
+func (t *timerWheel) schedule(c *cursor, at int64) {
+	if c.wakeAt != 0 && c.wakeAt <= at {
+		return
+	}
+	c.wakeAt = at
+	earliest := len(t.h) == 0 || at < t.h[0].at
+	heap.Push(&t.h, timerEntry{at, c})
+	if earliest {
+		select {
+		case t.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// fire checks every cursor due by now, under b.mu.
+func (t *timerWheel) fire(now int64) {
+	for len(t.h) > 0 && t.h[0].at <= now {
+		e := heap.Pop(&t.h).(timerEntry)
+		if e.c.wakeAt != e.at {
+			continue // superseded by an earlier wake
+		}
+		e.c.wakeAt = 0
+		t.b.check(e.c, now)
+	}
+}
+
+func (t *timerWheel) run() {
+	b := t.b
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		b.mu.Lock()
+		now := b.now()
+		t.fire(now)
+		wait := time.Second
+		if len(t.h) > 0 {
+			wait = min(wait, time.Duration(t.h[0].at-now)*time.Microsecond)
+		}
+		b.mu.Unlock()
+		timer.Reset(max(wait, time.Millisecond))
+		select {
+		case <-b.stop:
+			return
+		case <-t.kick:
+		case <-timer.C:
+		}
+	}
+}
