@@ -157,7 +157,7 @@ func (b *Broker) observeAcks(items []AckItem, results []AckResult, d time.Durati
 		if len(results) > 0 {
 			queue = results[0].Queue
 		}
-		b.obs.Observe(Event{Kind: EventAck, Queue: queue, Group: groupName(items[0].Group), Status: st, Count: n, Duration: d})
+		b.observe(Event{Kind: EventAck, Queue: queue, Group: groupName(items[0].Group), Status: st, Count: n, Duration: d})
 	}
 }
 

@@ -137,7 +137,7 @@ func (b *Broker) letterOps(c *cursor, specs []letterSpec, now int64) ([]op, erro
 	if specs[0].kind == keys.Parked {
 		kind = EventParked
 	}
-	b.obs.Observe(Event{Kind: kind, Queue: p.q.name, Group: c.g.name, Count: len(specs)})
+	b.observe(Event{Kind: kind, Queue: p.q.name, Group: c.g.name, Count: len(specs)})
 	return ops, nil
 }
 

@@ -199,7 +199,7 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 			return nil, err
 		}
 		if res != nil {
-			b.obs.Observe(Event{Kind: EventPop, Queue: req.Queue, Group: res.ConsumerGroup, Count: len(res.Messages), Duration: time.Since(start)})
+			b.observe(Event{Kind: EventPop, Queue: req.Queue, Group: res.ConsumerGroup, Count: len(res.Messages), Duration: time.Since(start)})
 			return res, nil
 		}
 		select {
@@ -612,7 +612,7 @@ func (b *Broker) expireLease(l *lease, now int64) {
 			b.check(c, now)
 		}
 	}
-	b.obs.Observe(Event{Kind: EventLeaseExpired, Queue: l.g.q.name, Group: l.g.name, Count: len(cursors)})
+	b.observe(Event{Kind: EventLeaseExpired, Queue: l.g.q.name, Group: l.g.name, Count: len(cursors)})
 }
 
 // RenewLease extends every partition of a lease to at least d from now
@@ -641,7 +641,7 @@ func (b *Broker) RenewLease(ctx context.Context, leaseID string, d time.Duration
 		return time.Time{}, ErrLeaseExpired
 	}
 	l.expires = max(l.expires, now+d.Microseconds())
-	b.obs.Observe(Event{Kind: EventLeaseRenewed, Queue: l.g.q.name, Group: l.g.name, Count: 1})
+	b.observe(Event{Kind: EventLeaseRenewed, Queue: l.g.q.name, Group: l.g.name, Count: 1})
 	return time.UnixMicro(l.expires).UTC(), nil
 }
 

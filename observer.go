@@ -1,6 +1,9 @@
 package queen
 
-import "time"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Observer receives the broker's and consumers' counts and durations, for
 // metrics. Observe is called synchronously on hot paths and must be fast and
@@ -57,3 +60,63 @@ const (
 	OutcomeParked       Outcome = "parked"        // moved to the parked store
 	OutcomeInProgress   Outcome = "in_progress"   // put back without spending an attempt
 )
+
+// Counters are running totals since the broker opened, for metrics
+// endpoints. Read them with [Broker.Counters].
+type Counters struct {
+	Pushed       int64               // messages queued by pushes (duplicates and failures excluded)
+	Popped       int64               // messages delivered by pops
+	Acked        map[AckStatus]int64 // ack items accepted, by status
+	LeasesRenew  int64               // lease renewals
+	LeasesExpire int64               // leases that ran out
+	DeadLettered int64               // messages moved to the dead-letter store
+	Parked       int64               // messages moved to the parked store
+}
+
+// counters is the broker's live, lock-free form of Counters.
+type counters struct {
+	pushed, popped, renewed, expired, dead, parked atomic.Int64
+	acked                                          [5]atomic.Int64 // by ackStatuses index
+}
+
+var ackStatuses = [5]AckStatus{AckCompleted, AckFailed, AckRetry, AckDLQ, AckPark}
+
+// observe counts e and hands it to the Observer.
+func (b *Broker) observe(e Event) {
+	c := &b.counters
+	switch e.Kind {
+	case EventPush:
+		c.pushed.Add(int64(e.Count))
+	case EventPop:
+		c.popped.Add(int64(e.Count))
+	case EventAck:
+		for i, s := range ackStatuses {
+			if s == e.Status {
+				c.acked[i].Add(int64(e.Count))
+			}
+		}
+	case EventLeaseRenewed:
+		c.renewed.Add(int64(e.Count))
+	case EventLeaseExpired:
+		c.expired.Add(1)
+	case EventDeadLettered:
+		c.dead.Add(int64(e.Count))
+	case EventParked:
+		c.parked.Add(int64(e.Count))
+	}
+	b.obs.Observe(e)
+}
+
+// Counters returns the running totals.
+func (b *Broker) Counters() Counters {
+	c := &b.counters
+	out := Counters{
+		Pushed: c.pushed.Load(), Popped: c.popped.Load(), LeasesRenew: c.renewed.Load(),
+		LeasesExpire: c.expired.Load(), DeadLettered: c.dead.Load(), Parked: c.parked.Load(),
+		Acked: make(map[AckStatus]int64, len(ackStatuses)),
+	}
+	for i, s := range ackStatuses {
+		out.Acked[s] = c.acked[i].Load()
+	}
+	return out
+}

@@ -213,7 +213,7 @@ func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 		}
 	}
 	if len(items) > 0 {
-		b.obs.Observe(Event{Kind: EventPush, Queue: items[0].Queue, Count: n, Duration: time.Since(start)})
+		b.observe(Event{Kind: EventPush, Queue: items[0].Queue, Count: n, Duration: time.Since(start)})
 	}
 	return results, nil
 }

@@ -186,6 +186,7 @@ type Broker struct {
 	stop     chan struct{}
 	bg       sync.WaitGroup
 	consumer consumerSet
+	counters counters
 }
 
 // Open opens (creating if needed) a broker stored in dir. With
