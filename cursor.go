@@ -20,7 +20,7 @@ type group struct {
 
 	readyHead, readyTail *cursor // partitions with deliverable messages and no lease
 	nReady               int
-	waiters              waitList              // pops of any partition
+	waiters              waitList                 // pops of any partition
 	partWaiters          map[*partition]*waitList // pops of one named partition
 
 	ackRate float64 // messages settled per second, smoothed (autopilot)

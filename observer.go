@@ -17,15 +17,15 @@ type EventKind int
 
 // Kinds of [Event].
 const (
-	EventPush          EventKind = iota + 1 // Count messages queued by one push call; Duration its latency
-	EventPop                                // Count messages delivered by one pop; Duration its latency
-	EventAck                                // Count items of one status settled by an ack call; Status set
-	EventLeaseRenewed                       // a lease was renewed
-	EventLeaseExpired                       // a lease ran out; Count partitions it held
-	EventConsume                            // a consume handler finished; Outcome and Duration set
-	EventInFlight                           // Count is the change (+1/-1) in running consume handlers
-	EventDeadLettered                       // Count messages moved to the dead-letter store
-	EventParked                             // Count messages moved to the parked store
+	EventPush         EventKind = iota + 1 // Count messages queued by one push call; Duration its latency
+	EventPop                               // Count messages delivered by one pop; Duration its latency
+	EventAck                               // Count items of one status settled by an ack call; Status set
+	EventLeaseRenewed                      // a lease was renewed
+	EventLeaseExpired                      // a lease ran out; Count partitions it held
+	EventConsume                           // a consume handler finished; Outcome and Duration set
+	EventInFlight                          // Count is the change (+1/-1) in running consume handlers
+	EventDeadLettered                      // Count messages moved to the dead-letter store
+	EventParked                            // Count messages moved to the parked store
 )
 
 // Event is one observation.

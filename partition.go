@@ -344,4 +344,3 @@ func (b *Broker) readRange(pid uint64, from, end int64, limit int, fn func(int64
 	})
 	return storageErr("read", err)
 }
-

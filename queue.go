@@ -122,17 +122,17 @@ type QueueInfo struct {
 
 // queue is the in-memory state of a queue. Fields are guarded by Broker.mu.
 type queue struct {
-	name      string
-	id        uuid.UUID
-	createdAt int64
-	cfg       QueueConfig
-	parts     map[string]*partition
-	groups    map[string]*group
-	slots     []*group // group by cursor slot; nil where a group was deleted
-	count       int64 // retained messages
+	name        string
+	id          uuid.UUID
+	createdAt   int64
+	cfg         QueueConfig
+	parts       map[string]*partition
+	groups      map[string]*group
+	slots       []*group // group by cursor slot; nil where a group was deleted
+	count       int64    // retained messages
 	dlqCount    int64
 	parkedCount int64
-	persisted bool     // metadata is on disk
+	persisted   bool // metadata is on disk
 }
 
 // queueMeta is the stored form of a queue.
