@@ -45,6 +45,10 @@ type AckItem struct {
 	Status AckStatus // defaults to AckCompleted; "success" is an alias
 	// Error is kept with the message if it is dead-lettered or parked.
 	Error string
+	// Delay, for failed and retry, holds the partition back from this group
+	// for that long before the message is delivered again, instead of the
+	// queue's RetryDelay (failed) or not at all (retry).
+	Delay time.Duration
 }
 
 // AckResult reports one ack item, in request order.
@@ -73,6 +77,8 @@ type AckOptions struct {
 	Status AckStatus
 	// LeaseID defaults to the message's own.
 	LeaseID string
+	// Delay is [AckItem.Delay].
+	Delay time.Duration
 }
 
 // Ack settles one message: completed when ok, failed otherwise (or
@@ -97,7 +103,7 @@ func (b *Broker) Ack(ctx context.Context, msg *Message, ok bool, opts AckOptions
 	if leaseID == "" {
 		leaseID = msg.LeaseID
 	}
-	res, err := b.AckBatch(ctx, []AckItem{{TransactionID: msg.TransactionID, PartitionID: msg.PartitionID, LeaseID: leaseID, Group: group, Status: st, Error: opts.Error}})
+	res, err := b.AckBatch(ctx, []AckItem{{TransactionID: msg.TransactionID, PartitionID: msg.PartitionID, LeaseID: leaseID, Group: group, Status: st, Error: opts.Error, Delay: opts.Delay}})
 	if err != nil {
 		return nil, err
 	}
@@ -119,6 +125,9 @@ func (b *Broker) AckBatch(ctx context.Context, items []AckItem) ([]AckResult, er
 		}
 		if items[i].PartitionID == "" {
 			return nil, argErr("AckItem["+strconv.Itoa(i)+"].PartitionID", "is required")
+		}
+		if items[i].Delay < 0 {
+			return nil, argErr("AckItem["+strconv.Itoa(i)+"].Delay", "must not be negative")
 		}
 	}
 	b.mu.Lock()
@@ -336,7 +345,11 @@ func (b *Broker) settle(ts []ackTarget, items []AckItem, results []AckResult, no
 			if int(c.retries) < q.cfg.RetryLimit {
 				c.retries++
 				comeback = true
-				if d := q.cfg.RetryDelay; d > 0 {
+				d := q.cfg.RetryDelay
+				if it.Delay > 0 {
+					d = it.Delay
+				}
+				if d > 0 {
 					c.notBefore = now + d.Microseconds()
 				}
 			} else {
@@ -346,6 +359,9 @@ func (b *Broker) settle(ts []ackTarget, items []AckItem, results []AckResult, no
 			}
 		case AckRetry:
 			comeback = true
+			if it.Delay > 0 {
+				c.notBefore = now + it.Delay.Microseconds()
+			}
 		}
 		if f.settled {
 			fl.done++

@@ -112,7 +112,7 @@ type Transaction struct {
 
 // Ack adds an ack of msg with status (completed, failed, retry, dlq, park).
 func (t *Transaction) Ack(msg *Message, status AckStatus, opts AckOptions) *Transaction {
-	it := &AckItem{Status: status, Error: opts.Error, Group: opts.ConsumerGroup, LeaseID: opts.LeaseID}
+	it := &AckItem{Status: status, Error: opts.Error, Group: opts.ConsumerGroup, LeaseID: opts.LeaseID, Delay: opts.Delay}
 	if opts.Status != "" {
 		it.Status = opts.Status
 	}
