@@ -1,0 +1,307 @@
+package queen_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/queentest"
+	"github.com/stretchr/testify/require"
+)
+
+func TestLease_PopCarriesEveryField(t *testing.T) {
+	t.Parallel()
+	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+		res, err := b.Push(bg, []queen.PushItem{{Queue: "orders", Partition: "p7", TransactionID: "order-1", TraceID: "trace-1", Payload: []byte(`{"orderId":1}`)}})
+		require.NoError(t, err)
+		pr := pop(t, b, queen.PopRequest{Queue: "orders", Group: "billing", SubscriptionMode: queen.SubscriptionModeAll})
+		require.Len(t, pr.Messages, 1)
+		m := pr.Messages[0]
+		require.Equal(t, res[0].MessageID, m.ID)
+		require.Equal(t, "order-1", m.TransactionID)
+		require.Equal(t, "orders", m.Queue)
+		require.Equal(t, "p7", m.Partition)
+		require.Equal(t, res[0].PartitionID, m.PartitionID)
+		require.Equal(t, "billing", m.ConsumerGroup)
+		require.Equal(t, pr.LeaseID, m.LeaseID)
+		require.NotEmpty(t, m.LeaseID)
+		require.Equal(t, int64(0), m.Offset)
+		require.Equal(t, 1, m.DeliveryAttempt)
+		require.Equal(t, "trace-1", m.TraceID)
+		require.False(t, m.CreatedAt.IsZero())
+		require.Equal(t, "p7", pr.Partition)
+		require.Equal(t, 1, pr.PartitionsClaimed)
+		data, err := m.Decode()
+		require.NoError(t, err)
+		require.Equal(t, float64(1), data["orderId"])
+	})
+}
+
+func TestLease_PartitionIsExclusivePerGroup(t *testing.T) {
+	t.Parallel()
+	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+		pushN(t, b, "q", "", 4)
+		first := pop(t, b, queen.PopRequest{Queue: "q", Batch: 2})
+		require.Equal(t, []int64{0, 1}, offsets(first.Messages))
+		// The partition is leased: another worker of queue mode gets nothing,
+		second := pop(t, b, queen.PopRequest{Queue: "q", Batch: 2})
+		require.Empty(t, second.Messages)
+		// also by naming it,
+		second = pop(t, b, queen.PopRequest{Queue: "q", Partition: queen.DefaultPartition, Batch: 2})
+		require.Empty(t, second.Messages)
+		// but another group is not held back.
+		other := pop(t, b, queen.PopRequest{Queue: "q", Group: "g2", SubscriptionMode: queen.SubscriptionModeAll, Batch: 10})
+		require.Equal(t, []int64{0, 1, 2, 3}, offsets(other.Messages))
+		ackAll(t, b, first.Messages, queen.AckCompleted)
+		next := pop(t, b, queen.PopRequest{Queue: "q", Batch: 10})
+		require.Equal(t, []int64{2, 3}, offsets(next.Messages))
+	})
+}
+
+func TestLease_ExpiryRedeliversWithNextAttempt(t *testing.T) {
+	t.Parallel()
+	clock := queentest.NewClock()
+	queentest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+		pushN(t, b, "exp", "", 3)
+		first := pop(t, b, queen.PopRequest{Queue: "exp", Batch: 2, Lease: 10 * time.Second})
+		require.Equal(t, []int{1, 1}, attemptsOf(first.Messages))
+		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "exp"}).Messages)
+
+		clock.Advance(11 * time.Second)
+		again := pop(t, b, queen.PopRequest{Queue: "exp", Batch: 3})
+		require.Equal(t, []int64{0, 1, 2}, offsets(again.Messages))
+		require.Equal(t, []int{2, 2, 1}, attemptsOf(again.Messages), "redelivered ones count up, the new one starts at 1")
+		require.NotEqual(t, first.LeaseID, again.LeaseID)
+
+		// The old lease is dead: a fenced ack with it is refused and changes nothing.
+		res := ack(t, b, ackItems(first.Messages, queen.AckCompleted)...)
+		require.False(t, res[0].Success)
+		require.ErrorIs(t, res[0].Err, queen.ErrLeaseExpired)
+		ackAll(t, b, again.Messages, queen.AckCompleted)
+		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "exp"}).Messages)
+
+		// Expiry never spends the retry budget.
+		st, err := b.QueueStats(bg, "exp")
+		require.NoError(t, err)
+		require.Equal(t, 0, st.Partitions[0].Cursors[0].Retries)
+	})
+}
+
+func TestLease_RenewExtendsAndExpiredCannotRenew(t *testing.T) {
+	t.Parallel()
+	clock := queentest.NewClock()
+	queentest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+		pushN(t, b, "r", "a", 1)
+		pushN(t, b, "r", "b", 1)
+		pr := pop(t, b, queen.PopRequest{Queue: "r", Partitions: 2, Batch: 10, Lease: 10 * time.Second})
+		require.Len(t, pr.Messages, 2)
+		require.Equal(t, 2, pr.PartitionsClaimed)
+
+		clock.Advance(8 * time.Second)
+		exp, err := b.RenewLease(bg, pr.LeaseID, 30*time.Second)
+		require.NoError(t, err)
+		require.Equal(t, clock.Now().Add(30*time.Second), exp)
+		clock.Advance(25 * time.Second) // past the original expiry, within the renewal
+		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "r", Partitions: 2, Batch: 10}).Messages, "both partitions stay leased")
+
+		clock.Advance(10 * time.Second)
+		_, err = b.RenewLease(bg, pr.LeaseID, time.Minute)
+		require.ErrorIs(t, err, queen.ErrLeaseExpired)
+		_, err = b.RenewLease(bg, pr.LeaseID, time.Minute)
+		require.ErrorIs(t, err, queen.ErrNotFound)
+		again := pop(t, b, queen.PopRequest{Queue: "r", Partitions: 2, Batch: 10})
+		require.Len(t, again.Messages, 2)
+		require.Equal(t, []int{2, 2}, attemptsOf(again.Messages))
+	})
+}
+
+func TestLease_MultiPartitionPopSharesOneLease(t *testing.T) {
+	t.Parallel()
+	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+		for _, p := range []string{"a", "b", "c", "d"} {
+			pushN(t, b, "mp", p, 3)
+		}
+		pr := pop(t, b, queen.PopRequest{Queue: "mp", Partitions: 3, Batch: 7})
+		require.Len(t, pr.Messages, 7, "batch is the total over the partitions")
+		require.Equal(t, 3, pr.PartitionsClaimed)
+		parts := map[string]bool{}
+		for _, m := range pr.Messages {
+			require.Equal(t, pr.LeaseID, m.LeaseID)
+			parts[m.Partition] = true
+		}
+		require.Len(t, parts, 3)
+		// Acking one partition's messages releases only that partition.
+		var first []*queen.Message
+		for _, m := range pr.Messages {
+			if m.Partition == pr.Messages[0].Partition {
+				first = append(first, m)
+			}
+		}
+		res := ackAll(t, b, first, queen.AckCompleted)
+		require.True(t, res[len(res)-1].LeaseReleased)
+		_, err := b.RenewLease(bg, pr.LeaseID, time.Minute)
+		require.NoError(t, err, "the lease still holds the other partitions")
+	})
+}
+
+func TestLease_WaitingPopWakesOnPush(t *testing.T) {
+	t.Parallel()
+	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+		got := make(chan *queen.PopResult, 1)
+		go func() {
+			res, err := b.Pop(bg, queen.PopRequest{Queue: "later", Wait: true, Timeout: 50 * time.Second})
+			if err == nil {
+				got <- res
+			}
+			close(got)
+		}()
+		time.Sleep(20 * time.Millisecond) // let it park; the outcome does not depend on it
+		pushN(t, b, "later", "", 1)
+		select {
+		case res := <-got:
+			require.NotNil(t, res)
+			require.Len(t, res.Messages, 1)
+		case <-time.After(10 * time.Second):
+			t.Fatal("a push did not wake the waiting pop")
+		}
+	})
+}
+
+func TestLease_WaitEndsWithContextAndClose(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	ctx, cancel := context.WithCancel(bg)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := b.Pop(ctx, queen.PopRequest{Queue: "q", Wait: true, Timeout: 60 * time.Second})
+		errc <- err
+	}()
+	cancel()
+	require.ErrorIs(t, <-errc, context.Canceled)
+
+	b2, err := queen.Open("", &queen.Options{InMemory: true})
+	require.NoError(t, err)
+	pushN(t, b2, "q", "", 1)
+	_ = pop(t, b2, queen.PopRequest{Queue: "q"}) // leased: the next pop waits
+	go func() {
+		_, err := b2.Pop(bg, queen.PopRequest{Queue: "q", Wait: true, Timeout: 60 * time.Second})
+		errc <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	require.NoError(t, b2.Close())
+	require.ErrorIs(t, <-errc, queen.ErrClosed)
+	_, err = b2.Push(bg, []queen.PushItem{{Queue: "q"}})
+	require.ErrorIs(t, err, queen.ErrClosed)
+	require.NoError(t, b2.Close(), "Close is idempotent")
+}
+
+func TestLease_WaitTimesOutEmpty(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	res, err := b.Pop(bg, queen.PopRequest{Queue: "none", Wait: true, Timeout: 30 * time.Millisecond})
+	require.NoError(t, err)
+	require.Empty(t, res.Messages)
+}
+
+func TestLease_AutoAckCommitsOnDelivery(t *testing.T) {
+	t.Parallel()
+	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+		pushN(t, b, "metrics", "", 5)
+		pr := pop(t, b, queen.PopRequest{Queue: "metrics", Group: "live", SubscriptionMode: queen.SubscriptionModeAll, AutoAck: true, Batch: 3})
+		require.Len(t, pr.Messages, 3)
+		require.Empty(t, pr.LeaseID)
+		for _, m := range pr.Messages {
+			require.Empty(t, m.LeaseID)
+		}
+		// No lease: the rest is available at once, and the first three never come back.
+		rest := pop(t, b, queen.PopRequest{Queue: "metrics", Group: "live", AutoAck: true, Batch: 10})
+		require.Equal(t, []int64{3, 4}, offsets(rest.Messages))
+		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "metrics", Group: "live", Batch: 10}).Messages)
+	})
+}
+
+func TestLease_DelayedProcessingAndWindowBuffer(t *testing.T) {
+	t.Parallel()
+	clock := queentest.NewClock()
+	queentest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+		cfg := queen.DefaultQueueConfig()
+		cfg.DelayedProcessing = 5 * time.Second
+		_, err := b.ConfigureQueue(bg, "delayed", cfg)
+		require.NoError(t, err)
+		pushN(t, b, "delayed", "", 1)
+		clock.Advance(3 * time.Second)
+		pushN(t, b, "delayed", "", 1)
+		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "delayed", Batch: 10}).Messages)
+		clock.Advance(2 * time.Second)
+		require.Equal(t, []int64{0}, offsets(pop(t, b, queen.PopRequest{Queue: "delayed", Batch: 10, AutoAck: true}).Messages), "only the first is visible")
+		clock.Advance(3 * time.Second)
+		require.Equal(t, []int64{1}, offsets(pop(t, b, queen.PopRequest{Queue: "delayed", Batch: 10, AutoAck: true}).Messages))
+
+		cfg = queen.DefaultQueueConfig()
+		cfg.WindowBuffer = 10 * time.Second
+		_, err = b.ConfigureQueue(bg, "window", cfg)
+		require.NoError(t, err)
+		pushN(t, b, "window", "", 2)
+		clock.Advance(6 * time.Second)
+		pushN(t, b, "window", "", 1)
+		clock.Advance(6 * time.Second)
+		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "window", Batch: 10}).Messages, "the partition is not quiet yet")
+		clock.Advance(5 * time.Second)
+		require.Len(t, pop(t, b, queen.PopRequest{Queue: "window", Batch: 10}).Messages, 3, "everything accumulated comes together")
+	})
+}
+
+func TestLease_DiscoveryPopByLabels(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	for name, prio := range map[string]int{"low": 1, "high": 9} {
+		cfg := queen.DefaultQueueConfig()
+		cfg.Namespace, cfg.Task, cfg.Priority = "billing", "invoices", prio
+		_, err := b.ConfigureQueue(bg, name, cfg)
+		require.NoError(t, err)
+		pushN(t, b, name, "", 1)
+	}
+	pushN(t, b, "billing.other", "", 1) // labels from the dotted name: billing / other
+	res := pop(t, b, queen.PopRequest{Namespace: "billing", Task: "invoices"})
+	require.Equal(t, "high", res.Queue, "higher priority first")
+	require.Equal(t, "high", res.Messages[0].Queue)
+	res = pop(t, b, queen.PopRequest{Namespace: "billing", Task: "invoices"})
+	require.Equal(t, "low", res.Queue)
+	require.Empty(t, pop(t, b, queen.PopRequest{Namespace: "billing", Task: "invoices"}).Messages)
+	res = pop(t, b, queen.PopRequest{Task: "other"})
+	require.Equal(t, "billing.other", res.Queue)
+	_, err := b.Pop(bg, queen.PopRequest{})
+	require.ErrorIs(t, err, queen.ErrInvalidArgument)
+}
+
+func TestLease_AutopilotSizesBatchAndKeepsExplicitValues(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	pushN(t, b, "auto", "a", 150)
+	pushN(t, b, "auto", "b", 150)
+	res := pop(t, b, queen.PopRequest{Queue: "auto", Autopilot: true})
+	require.GreaterOrEqual(t, len(res.Messages), 100, "autopilot takes at least 100")
+	ackAll(t, b, res.Messages, queen.AckCompleted)
+	res = pop(t, b, queen.PopRequest{Queue: "auto", Autopilot: true, Batch: 5})
+	require.Len(t, res.Messages, 5, "an explicit batch is never overridden")
+}
+
+func TestLease_PopValidation(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	for name, req := range map[string]queen.PopRequest{
+		"negative batch":         {Queue: "q", Batch: -1},
+		"negative partitions":    {Queue: "q", Partitions: -1},
+		"negative timeout":       {Queue: "q", Timeout: -1},
+		"bad mode":               {Queue: "q", Group: "g", SubscriptionMode: "sometimes"},
+		"conflation, queue mode": {Queue: "q", Conflation: true},
+		"conflation + autoAck":   {Queue: "q", Group: "g", Conflation: true, AutoAck: true},
+	} {
+		_, err := b.Pop(bg, req)
+		require.ErrorIs(t, err, queen.ErrInvalidArgument, name)
+	}
+	// Batch is capped, not refused.
+	pushN(t, b, "q", "", 3)
+	require.Len(t, pop(t, b, queen.PopRequest{Queue: "q", Batch: 1 << 30}).Messages, 3)
+}
