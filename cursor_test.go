@@ -1,0 +1,313 @@
+package queen_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/queentest"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCursor_BatchAckStopsAtFirstComeback(t *testing.T) {
+	t.Parallel()
+	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+		cfg := queen.DefaultQueueConfig()
+		cfg.RetryDelay = 0
+		_, err := b.ConfigureQueue(bg, "batch", cfg)
+		require.NoError(t, err)
+		pushN(t, b, "batch", "", 3)
+		pr := pop(t, b, queen.PopRequest{Queue: "batch", Batch: 3})
+		m := pr.Messages
+		items := ackItems(m, queen.AckCompleted)
+		items[1].Status = queen.AckFailed
+		res := ack(t, b, items...)
+		for _, r := range res {
+			require.True(t, r.Success)
+			require.True(t, r.LeaseReleased)
+		}
+		again := pop(t, b, queen.PopRequest{Queue: "batch", Batch: 3})
+		require.Equal(t, []int64{1, 2}, offsets(again.Messages), "m2 and m3 come back, m1 stays acked")
+		require.Equal(t, []int{2, 2}, attemptsOf(again.Messages))
+		ackAll(t, b, again.Messages, queen.AckCompleted)
+		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "batch"}).Messages)
+	})
+}
+
+func TestCursor_PartialAcksAdvanceInOrder(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	pushN(t, b, "part", "", 3)
+	pr := pop(t, b, queen.PopRequest{Queue: "part", Batch: 3})
+	m := pr.Messages
+	// m3 first: the cursor cannot pass m1 and m2 yet.
+	ackAll(t, b, m[2:3], queen.AckCompleted)
+	ackAll(t, b, m[0:1], queen.AckCompleted)
+	st, err := b.QueueStats(bg, "part")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), st.Partitions[0].Cursors[0].Offset)
+	// m2 retried: m3's completed is discarded and it comes back too.
+	res := ack(t, b, ackItems(m[1:2], queen.AckRetry)...)
+	require.True(t, res[0].LeaseReleased)
+	again := pop(t, b, queen.PopRequest{Queue: "part", Batch: 3})
+	require.Equal(t, []int64{1, 2}, offsets(again.Messages))
+	st, err = b.QueueStats(bg, "part")
+	require.NoError(t, err)
+	require.Equal(t, 0, st.Partitions[0].Cursors[0].Retries, "retry spends no budget")
+}
+
+func TestCursor_RetryBudgetThenDeadLetter(t *testing.T) {
+	t.Parallel()
+	clock := queentest.NewClock()
+	queentest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+		cfg := queen.DefaultQueueConfig()
+		cfg.RetryLimit = 2
+		cfg.RetryDelay = 5 * time.Second
+		_, err := b.ConfigureQueue(bg, "pay", cfg)
+		require.NoError(t, err)
+		pushOne(t, b, "pay", "acct-1", "bad", `{"amount":-1}`)
+		pushOne(t, b, "pay", "acct-1", "good", `{"amount":5}`)
+		pushOne(t, b, "pay", "acct-2", "other", `{"amount":7}`)
+
+		for attempt := 1; attempt <= 3; attempt++ {
+			pr := pop(t, b, queen.PopRequest{Queue: "pay", Group: "billing", SubscriptionMode: queen.SubscriptionModeAll, Partition: "acct-1"})
+			require.Len(t, pr.Messages, 1, "attempt %d", attempt)
+			require.Equal(t, "bad", pr.Messages[0].TransactionID)
+			require.Equal(t, attempt, pr.Messages[0].DeliveryAttempt)
+			res, err := b.Ack(bg, pr.Messages[0], false, queen.AckOptions{ConsumerGroup: "billing", Error: "declined"})
+			require.NoError(t, err)
+			require.Equal(t, attempt == 3, res.DeadLettered)
+			if attempt < 3 {
+				// retryDelay holds only this partition back.
+				require.Empty(t, pop(t, b, queen.PopRequest{Queue: "pay", Group: "billing", Partition: "acct-1"}).Messages)
+				other := pop(t, b, queen.PopRequest{Queue: "pay", Group: "billing", Partition: "acct-2"})
+				if attempt == 1 {
+					require.Len(t, other.Messages, 1)
+					ackAll(t, b, other.Messages, queen.AckCompleted)
+				}
+				clock.Advance(5 * time.Second)
+			}
+		}
+		// Exhausted: dead-lettered with payload, error, retry count and group; the cursor moved past it.
+		pr := pop(t, b, queen.PopRequest{Queue: "pay", Group: "billing", Partition: "acct-1"})
+		require.Equal(t, "good", pr.Messages[0].TransactionID)
+		page, err := b.DeadLetters(bg, queen.LetterFilter{Queue: "pay"})
+		require.NoError(t, err)
+		require.Equal(t, 1, page.Total)
+		dl := page.Letters[0]
+		require.Equal(t, "bad", dl.TransactionID)
+		require.Equal(t, `{"amount":-1}`, string(dl.Payload))
+		require.Equal(t, "declined", dl.Error)
+		require.Equal(t, 2, dl.RetryCount)
+		require.Equal(t, "billing", dl.ConsumerGroup)
+		require.Equal(t, "acct-1", dl.Partition)
+		require.Equal(t, int64(0), dl.Offset)
+		require.NotEmpty(t, dl.PartitionID)
+		// The budget started over once the batch completed.
+		ackAll(t, b, pr.Messages, queen.AckCompleted)
+		st, err := b.QueueStats(bg, "pay")
+		require.NoError(t, err)
+		require.Equal(t, int64(1), st.DeadLetters)
+
+		// Another group still receives the dead-lettered message normally.
+		ap := pop(t, b, queen.PopRequest{Queue: "pay", Group: "audit", SubscriptionMode: queen.SubscriptionModeAll, Partition: "acct-1", Batch: 10})
+		require.Equal(t, []int64{0, 1}, offsets(ap.Messages))
+	})
+}
+
+func TestCursor_DLQAndParkAcksSkipTheBudget(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	pushN(t, b, "x", "", 3)
+	pr := pop(t, b, queen.PopRequest{Queue: "x", Batch: 3})
+	items := ackItems(pr.Messages, queen.AckCompleted)
+	items[0].Status, items[0].Error = queen.AckDLQ, "poison"
+	items[1].Status, items[1].Error = queen.AckPark, "schema v9"
+	res := ack(t, b, items...)
+	require.True(t, res[0].DeadLettered)
+	require.True(t, res[1].Parked)
+	require.True(t, res[2].LeaseReleased)
+	require.Empty(t, pop(t, b, queen.PopRequest{Queue: "x"}).Messages)
+	dl, err := b.DeadLetters(bg, queen.LetterFilter{})
+	require.NoError(t, err)
+	require.Equal(t, 1, dl.Total)
+	require.Equal(t, "poison", dl.Letters[0].Error)
+	parked, err := b.ParkedMessages(bg, queen.LetterFilter{Queue: "x"})
+	require.NoError(t, err)
+	require.Equal(t, 1, parked.Total)
+	require.Equal(t, "schema v9", parked.Letters[0].Error)
+	require.Equal(t, `{"i":1}`, string(parked.Letters[0].Payload))
+}
+
+func TestCursor_AckRefusals(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	pushN(t, b, "r", "", 2)
+	pr := pop(t, b, queen.PopRequest{Queue: "r"})
+	m := pr.Messages[0]
+	for name, tc := range map[string]struct {
+		item queen.AckItem
+		err  error
+	}{
+		"unknown message":   {queen.AckItem{TransactionID: "nope", PartitionID: m.PartitionID, LeaseID: m.LeaseID}, queen.ErrNotFound},
+		"unknown partition": {queen.AckItem{TransactionID: m.TransactionID, PartitionID: "8f7e0000-0000-8000-8000-000000000001"}, queen.ErrNotFound},
+		"garbage partition": {queen.AckItem{TransactionID: m.TransactionID, PartitionID: "not-a-uuid"}, queen.ErrNotFound},
+		"wrong lease":       {queen.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: "0190aaaa-bbbb-7ccc-8ddd-eeeeffff0000"}, queen.ErrLeaseExpired},
+		"bad status":        {queen.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Status: "maybe"}, queen.ErrInvalidArgument},
+		"not delivered yet": {queen.AckItem{TransactionID: "", PartitionID: m.PartitionID}, nil},
+	} {
+		if tc.err == nil {
+			_, err := b.AckBatch(bg, []queen.AckItem{tc.item})
+			require.ErrorIs(t, err, queen.ErrInvalidArgument, name)
+			continue
+		}
+		res := ack(t, b, tc.item)
+		require.False(t, res[0].Success, name)
+		require.ErrorIs(t, res[0].Err, tc.err, name)
+	}
+	// The refusals changed nothing: the real ack still works.
+	res, err := b.Ack(bg, m, true, queen.AckOptions{})
+	require.NoError(t, err)
+	require.True(t, res.LeaseReleased)
+	// Acking it again (unfenced) is a harmless no-op.
+	res2 := ack(t, b, queen.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID})
+	require.True(t, res2[0].Success)
+	// An unfenced ack of a message nobody holds is refused.
+	f, err := b.Fetch(bg, "r", "", 1, 1)
+	require.NoError(t, err)
+	res2 = ack(t, b, queen.AckItem{TransactionID: f.Records[0].TransactionID, PartitionID: m.PartitionID})
+	require.ErrorIs(t, res2[0].Err, queen.ErrLeaseExpired)
+}
+
+func TestCursor_TwoGroupsReadIndependently(t *testing.T) {
+	t.Parallel()
+	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+		pushN(t, b, "events", "", 4)
+		bill := pop(t, b, queen.PopRequest{Queue: "events", Group: "billing", SubscriptionMode: queen.SubscriptionModeAll, Batch: 10})
+		ana := pop(t, b, queen.PopRequest{Queue: "events", Group: "analytics", SubscriptionMode: queen.SubscriptionModeAll, Batch: 2})
+		require.Equal(t, []int64{0, 1, 2, 3}, offsets(bill.Messages))
+		require.Equal(t, []int64{0, 1}, offsets(ana.Messages))
+		ackAll(t, b, bill.Messages, queen.AckCompleted)
+		ackAll(t, b, ana.Messages[:1], queen.AckCompleted)
+		r := ack(t, b, ackItems(ana.Messages[1:], queen.AckFailed)...)
+		require.True(t, r[0].Success)
+		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "events", Group: "billing"}).Messages)
+		groups, err := b.ListGroups(bg, "")
+		require.NoError(t, err)
+		require.Len(t, groups, 2)
+		require.Equal(t, "analytics", groups[0].Group)
+		require.Equal(t, int64(3), groups[0].Lag)
+		require.False(t, groups[0].OldestPendingAt.IsZero())
+		require.Equal(t, int64(0), groups[1].Lag)
+	})
+}
+
+func TestCursor_SubscriptionModes(t *testing.T) {
+	t.Parallel()
+	clock := queentest.NewClock()
+	queentest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+		pushN(t, b, "s", "old", 4)
+		clock.Advance(time.Minute)
+		mid := clock.Now()
+		pushN(t, b, "s", "old", 2)
+		clock.Advance(time.Minute)
+
+		newG := pop(t, b, queen.PopRequest{Queue: "s", Group: "fresh", Batch: 100})
+		require.Empty(t, newG.Messages, "new (the default) skips what exists")
+		allG := pop(t, b, queen.PopRequest{Queue: "s", Group: "all", SubscriptionMode: queen.SubscriptionModeAll, Batch: 100})
+		require.Len(t, allG.Messages, 6)
+		fromG := pop(t, b, queen.PopRequest{Queue: "s", Group: "from", SubscriptionFrom: mid, Batch: 100})
+		require.Equal(t, []int64{4, 5}, offsets(fromG.Messages))
+		qm := pop(t, b, queen.PopRequest{Queue: "s", SubscriptionMode: queen.SubscriptionModeNew, Batch: 100})
+		require.Len(t, qm.Messages, 6, "queue mode ignores the subscription mode")
+
+		// Fixed at the first pop: a later mode changes nothing.
+		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "s", Group: "fresh", SubscriptionMode: queen.SubscriptionModeAll, Batch: 100}).Messages)
+		pushN(t, b, "s", "old", 1)
+		pushN(t, b, "s", "brand-new", 1)
+		got := pop(t, b, queen.PopRequest{Queue: "s", Group: "fresh", Partitions: 2, Batch: 100})
+		require.Len(t, got.Messages, 2, "a new group sees what is pushed after it joined, in every partition")
+	})
+}
+
+func TestCursor_DefaultSubscriptionModeOption(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, &queen.Options{DefaultSubscriptionMode: queen.SubscriptionModeAll})
+	pushN(t, b, "q", "", 2)
+	require.Len(t, pop(t, b, queen.PopRequest{Queue: "q", Group: "g", Batch: 10}).Messages, 2)
+	_, err := queen.Open("", &queen.Options{InMemory: true, DefaultSubscriptionMode: "bogus"})
+	require.ErrorIs(t, err, queen.ErrInvalidArgument)
+}
+
+func TestCursor_SeekReleasesLeaseAndMoves(t *testing.T) {
+	t.Parallel()
+	clock := queentest.NewClock()
+	queentest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+		pushN(t, b, "events", "a", 3)
+		clock.Advance(time.Hour)
+		since := clock.Now()
+		pushN(t, b, "events", "a", 2)
+		pushN(t, b, "events", "b", 1)
+
+		pr := pop(t, b, queen.PopRequest{Queue: "events", Group: "archiver", SubscriptionMode: queen.SubscriptionModeAll, Partition: "a", Batch: 10})
+		require.Len(t, pr.Messages, 5)
+		ackAll(t, b, pr.Messages, queen.AckCompleted)
+
+		res, err := b.SeekGroup(bg, "archiver", "events", queen.SeekOptions{Timestamp: since})
+		require.NoError(t, err)
+		require.Equal(t, 2, res.PartitionsUpdated)
+		re := pop(t, b, queen.PopRequest{Queue: "events", Group: "archiver", Partition: "a", Batch: 10})
+		require.Equal(t, []int64{3, 4}, offsets(re.Messages), "reads again since that time")
+
+		// The seek to the end releases the live lease; acks of the abandoned batch are refused.
+		_, err = b.SeekGroup(bg, "archiver", "events", queen.SeekOptions{ToEnd: true})
+		require.NoError(t, err)
+		r := ack(t, b, ackItems(re.Messages, queen.AckCompleted)...)
+		require.ErrorIs(t, r[0].Err, queen.ErrLeaseExpired)
+		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "events", Group: "archiver", Partitions: 2, Batch: 10}).Messages)
+		pushN(t, b, "events", "b", 1)
+		require.Len(t, pop(t, b, queen.PopRequest{Queue: "events", Group: "archiver", Batch: 10}).Messages, 1)
+
+		// One partition back to the start.
+		sp, err := b.SeekPartition(bg, "archiver", "events", "a", queen.SeekOptions{Timestamp: time.Unix(0, 0)})
+		require.NoError(t, err)
+		require.Equal(t, int64(0), sp.CursorMovedTo)
+		require.Len(t, pop(t, b, queen.PopRequest{Queue: "events", Group: "archiver", Partition: "a", Batch: 10}).Messages, 5)
+
+		_, err = b.SeekPartition(bg, "archiver", "events", "zzz", queen.SeekOptions{})
+		require.ErrorIs(t, err, queen.ErrNotFound)
+		_, err = b.SeekGroup(bg, "archiver", "nope", queen.SeekOptions{})
+		require.ErrorIs(t, err, queen.ErrNotFound)
+		res, err = b.SeekGroup(bg, "never-popped", "events", queen.SeekOptions{})
+		require.NoError(t, err)
+		require.Zero(t, res.PartitionsUpdated)
+	})
+}
+
+func TestCursor_DeleteGroupAndSubscription(t *testing.T) {
+	t.Parallel()
+	clock := queentest.NewClock()
+	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
+	pushN(t, b, "q", "", 3)
+	pr := pop(t, b, queen.PopRequest{Queue: "q", Group: "g", SubscriptionMode: queen.SubscriptionModeAll, Batch: 3})
+	ackAll(t, b, pr.Messages, queen.AckCompleted)
+	n, err := b.DeleteGroup(bg, "g", "q", false)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Len(t, pop(t, b, queen.PopRequest{Queue: "q", Group: "g", Batch: 10}).Messages, 3, "without deleting metadata the group restarts at its start point")
+	n, err = b.DeleteGroup(bg, "g", "", true)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	require.Empty(t, pop(t, b, queen.PopRequest{Queue: "q", Group: "g", Batch: 10}).Messages, "forgotten: it starts again as new")
+
+	clock.Advance(time.Minute)
+	pushN(t, b, "q", "", 1)
+	rows, err := b.SetGroupSubscription(bg, "late", time.Unix(0, 0))
+	require.NoError(t, err)
+	require.Zero(t, rows, "unknown group: nothing to move")
+	_ = pop(t, b, queen.PopRequest{Queue: "q", Group: "late", Partition: "zzz"}) // joins with mode new
+	rows, err = b.SetGroupSubscription(bg, "late", time.Unix(0, 0))
+	require.NoError(t, err)
+	require.Equal(t, 1, rows)
+	require.Len(t, pop(t, b, queen.PopRequest{Queue: "q", Group: "late", Batch: 10}).Messages, 4)
+}
