@@ -1,0 +1,56 @@
+package queen_test
+
+import (
+	"testing"
+
+	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/queentest"
+	"github.com/stretchr/testify/require"
+)
+
+func TestConflate_OnlyNewestPerPartition(t *testing.T) {
+	t.Parallel()
+	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+		for _, price := range []string{"10", "11", "12"} {
+			pushOne(t, b, "prices", "A-1", "", `{"sku":"A-1","price":`+price+`}`)
+		}
+		pushOne(t, b, "prices", "B-2", "", `{"sku":"B-2","price":5}`)
+		res := pop(t, b, queen.PopRequest{Queue: "prices", Group: "repricer", SubscriptionMode: queen.SubscriptionModeAll, Conflation: true, Partitions: 2, Batch: 10})
+		require.True(t, res.Conflating)
+		require.Len(t, res.Messages, 2)
+		byPart := map[string]*queen.Message{}
+		for _, m := range res.Messages {
+			byPart[m.Partition] = m
+		}
+		require.Equal(t, `{"sku":"A-1","price":12}`, string(byPart["A-1"].Payload))
+		require.Equal(t, int64(2), byPart["A-1"].Offset)
+		ackAll(t, b, res.Messages, queen.AckCompleted)
+		empty := pop(t, b, queen.PopRequest{Queue: "prices", Group: "repricer", Partitions: 2, Batch: 10})
+		require.Empty(t, empty.Messages, "10 and 11 are never delivered")
+		require.True(t, empty.Conflating)
+
+		// A group without conflation still gets all three.
+		all := pop(t, b, queen.PopRequest{Queue: "prices", Group: "audit", SubscriptionMode: queen.SubscriptionModeAll, Partition: "A-1", Batch: 10})
+		require.Len(t, all.Messages, 3)
+
+		// Fixed by the first pop: a conflating group refuses autoAck later.
+		_, err := b.Pop(bg, queen.PopRequest{Queue: "prices", Group: "repricer", AutoAck: true})
+		require.ErrorIs(t, err, queen.ErrInvalidArgument)
+	})
+}
+
+func TestConflate_FailedComesBackAsNewest(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	cfg := queen.DefaultQueueConfig()
+	cfg.RetryDelay = 0
+	_, err := b.ConfigureQueue(bg, "cmds", cfg)
+	require.NoError(t, err)
+	pushOne(t, b, "cmds", "", "", `1`)
+	pushOne(t, b, "cmds", "", "", `2`)
+	res := pop(t, b, queen.PopRequest{Queue: "cmds", Group: "c", SubscriptionMode: queen.SubscriptionModeAll, Conflation: true})
+	ackAll(t, b, res.Messages, queen.AckFailed)
+	pushOne(t, b, "cmds", "", "", `3`)
+	res = pop(t, b, queen.PopRequest{Queue: "cmds", Group: "c"})
+	require.Equal(t, `3`, string(res.Messages[0].Payload), "a newer message supersedes the failed one")
+}
