@@ -1,0 +1,103 @@
+package queen_test
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/queentest"
+	"github.com/stretchr/testify/require"
+)
+
+func TestQueue_ConfigureReplacesWholeConfig(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	cfg := queen.DefaultQueueConfig()
+	cfg.RetryLimit, cfg.Priority, cfg.Namespace = 7, 3, "ns"
+	info, err := b.ConfigureQueue(bg, "q", cfg)
+	require.NoError(t, err)
+	require.NotEmpty(t, info.DefaultPartitionID, "configure makes the Default partition")
+	require.Equal(t, 7, info.Config.RetryLimit)
+
+	info, err = b.ConfigureQueue(bg, "q", queen.QueueConfig{})
+	require.NoError(t, err)
+	require.Equal(t, 0, info.Config.RetryLimit, "omitted options go back to their defaults")
+	require.Equal(t, "", info.Config.Namespace)
+	require.Equal(t, 300*time.Second, info.Config.LeaseTime, "configure without a lease time gives 300 s")
+
+	bad := queen.DefaultQueueConfig()
+	bad.RetryLimit = -1
+	_, err = b.ConfigureQueue(bg, "q", bad)
+	require.ErrorIs(t, err, queen.ErrInvalidArgument)
+	bad = queen.DefaultQueueConfig()
+	bad.EncryptionEnabled = true
+	_, err = b.ConfigureQueue(bg, "q", bad)
+	require.ErrorIs(t, err, queen.ErrInvalidArgument, "encryption needs a key")
+	_, err = b.ConfigureQueue(bg, "", cfg)
+	require.ErrorIs(t, err, queen.ErrInvalidArgument)
+}
+
+func TestQueue_DeleteRemovesEverything(t *testing.T) {
+	t.Parallel()
+	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+		pushN(t, b, "gone", "a", 3)
+		pr := pop(t, b, queen.PopRequest{Queue: "gone", Group: "g", SubscriptionMode: queen.SubscriptionModeAll, Batch: 3})
+		items := ackItems(pr.Messages, queen.AckCompleted)
+		items[2].Status = queen.AckDLQ
+		ack(t, b, items...)
+		pushN(t, b, "kept", "a", 1)
+		deadLetter(t, b, "kept", "g", `1`)
+
+		existed, err := b.DeleteQueue(bg, "gone")
+		require.NoError(t, err)
+		require.True(t, existed)
+		existed, err = b.DeleteQueue(bg, "gone")
+		require.NoError(t, err)
+		require.False(t, existed)
+		_, err = b.DescribeQueue(bg, "gone")
+		require.ErrorIs(t, err, queen.ErrNotFound)
+		page, err := b.DeadLetters(bg, queen.LetterFilter{})
+		require.NoError(t, err)
+		require.Equal(t, 1, page.Total, "only the other queue's dead letter is left")
+		_, err = b.RenewLease(bg, pr.LeaseID, time.Second)
+		require.ErrorIs(t, err, queen.ErrNotFound)
+
+		// A queue of the same name starts from scratch.
+		res := pushN(t, b, "gone", "a", 1)
+		require.Equal(t, int64(0), res[0].Offset)
+		require.Len(t, pop(t, b, queen.PopRequest{Queue: "gone", Group: "g", SubscriptionMode: queen.SubscriptionModeAll, Batch: 10}).Messages, 1)
+	})
+}
+
+func TestQueue_EncryptionAtRest(t *testing.T) {
+	t.Parallel()
+	key := bytes.Repeat([]byte{7}, 32)
+	dir := t.TempDir()
+	b := queentest.OpenDir(t, dir, &queen.Options{EncryptionKey: key})
+	cfg := queen.DefaultQueueConfig()
+	cfg.EncryptionEnabled = true
+	_, err := b.ConfigureQueue(bg, "secret", cfg)
+	require.NoError(t, err)
+	pushOne(t, b, "secret", "", "secret-tx-id", `{"card":"4111-1111"}`)
+	require.NoError(t, b.Close())
+
+	// The message is on disk (its transaction id is), its payload is not in clear.
+	found, stored := false, false
+	require.NoError(t, walkFiles(dir, func(data []byte) {
+		found = found || bytes.Contains(data, []byte("4111-1111"))
+		stored = stored || bytes.Contains(data, []byte("secret-tx-id"))
+	}))
+	require.True(t, stored)
+	require.False(t, found, "plaintext found on disk")
+
+	b = queentest.OpenDir(t, dir, &queen.Options{EncryptionKey: key})
+	res := pop(t, b, queen.PopRequest{Queue: "secret"})
+	require.Equal(t, `{"card":"4111-1111"}`, string(res.Messages[0].Payload))
+	ackAll(t, b, res.Messages, queen.AckDLQ)
+	page, err := b.DeadLetters(bg, queen.LetterFilter{})
+	require.NoError(t, err)
+	require.Equal(t, `{"card":"4111-1111"}`, string(page.Letters[0].Payload))
+	_, err = queen.Open("", &queen.Options{InMemory: true, EncryptionKey: []byte("short")})
+	require.ErrorIs(t, err, queen.ErrInvalidArgument)
+}

@@ -1,0 +1,87 @@
+package queen_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/queentest"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTxn_AckAndPushCommitTogether(t *testing.T) {
+	t.Parallel()
+	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+		pushOne(t, b, "in", "", "in-1", `{"step":1}`)
+		pr := pop(t, b, queen.PopRequest{Queue: "in"})
+		res, err := b.Transaction().
+			Ack(pr.Messages[0], queen.AckCompleted, queen.AckOptions{}).
+			Push(queen.PushItem{Queue: "out", TransactionID: "out-1", Payload: []byte(`{"step":2}`)}).
+			Commit(bg)
+		require.NoError(t, err)
+		require.Len(t, res.Results, 2)
+		require.True(t, res.Results[0].Ack.Success)
+		require.Equal(t, queen.PushQueued, res.Results[1].Push.Status)
+		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "in"}).Messages)
+		require.Len(t, pop(t, b, queen.PopRequest{Queue: "out"}).Messages, 1)
+
+		// A duplicate push inside a transaction is reported, not fatal.
+		pushOne(t, b, "in", "", "in-2", `{}`)
+		pr = pop(t, b, queen.PopRequest{Queue: "in"})
+		res, err = b.Transaction().
+			Ack(pr.Messages[0], queen.AckCompleted, queen.AckOptions{}).
+			Push(queen.PushItem{Queue: "out", TransactionID: "out-1"}).
+			Commit(bg)
+		require.NoError(t, err)
+		require.Equal(t, queen.PushDuplicate, res.Results[1].Push.Status)
+	})
+}
+
+func TestTxn_RefusedAckAbortsEverything(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	pushN(t, b, "in", "", 2)
+	pr := pop(t, b, queen.PopRequest{Queue: "in", Batch: 2})
+	bogus := *pr.Messages[1]
+	bogus.TransactionID = "missing"
+	res, err := b.Transaction().
+		Ack(pr.Messages[0], queen.AckCompleted, queen.AckOptions{}).
+		Push(queen.PushItem{Queue: "out"}).
+		Ack(&bogus, queen.AckCompleted, queen.AckOptions{}).
+		Commit(bg)
+	require.ErrorIs(t, err, queen.ErrTransactionAborted)
+	require.ErrorIs(t, err, queen.ErrNotFound)
+	var te *queen.TransactionError
+	require.True(t, errors.As(err, &te))
+	require.Equal(t, 2, te.Index)
+	require.Len(t, res.Results, 3)
+	// Nothing happened: the first message is still leased and unacked, out is empty.
+	_, err = b.DescribeQueue(bg, "out")
+	require.ErrorIs(t, err, queen.ErrNotFound)
+	st, err := b.QueueStats(bg, "in")
+	require.NoError(t, err)
+	require.Equal(t, int64(0), st.Partitions[0].Cursors[0].Offset)
+	require.Equal(t, 2, st.Partitions[0].Cursors[0].InFlight)
+
+	// Expired-lease and bad-status acks abort too.
+	_, err = b.Transaction().Ack(pr.Messages[0], "nonsense", queen.AckOptions{}).Commit(bg)
+	require.ErrorIs(t, err, queen.ErrInvalidArgument)
+	_, err = b.Transaction().Ack(pr.Messages[0], queen.AckCompleted, queen.AckOptions{LeaseID: "0190aaaa-bbbb-7ccc-8ddd-eeeeffff0000"}).Commit(bg)
+	require.ErrorIs(t, err, queen.ErrLeaseExpired)
+	_, err = b.ExecTransaction(bg, nil)
+	require.ErrorIs(t, err, queen.ErrInvalidArgument)
+	_, err = b.ExecTransaction(bg, []queen.TxOp{{}})
+	require.ErrorIs(t, err, queen.ErrInvalidArgument)
+}
+
+func TestTxn_FailedAndDLQInsideTransaction(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	pushN(t, b, "in", "", 1)
+	pr := pop(t, b, queen.PopRequest{Queue: "in", Group: "mailer", SubscriptionMode: queen.SubscriptionModeAll})
+	_, err := b.Transaction().Ack(pr.Messages[0], queen.AckDLQ, queen.AckOptions{ConsumerGroup: "mailer"}).Commit(bg)
+	require.NoError(t, err)
+	page, err := b.DeadLetters(bg, queen.LetterFilter{ConsumerGroup: "mailer"})
+	require.NoError(t, err)
+	require.Equal(t, 1, page.Total)
+}
