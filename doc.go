@@ -1,0 +1,101 @@
+// Package queen is an embedded, in-process message broker with the
+// semantics of Queen MQ: partitioned queues, consumer groups, leases,
+// retries, dead letters, replay and reads by offset, stored in Badger.
+//
+// Open a broker on a directory (or in memory for tests), push messages and
+// pop them under a lease, then ack them:
+//
+//	b, err := queen.Open("./data", nil)
+//	...
+//	b.Push(ctx, []queen.PushItem{{Queue: "orders", Partition: "customer-42", Payload: body}})
+//	res, err := b.Pop(ctx, queen.PopRequest{Queue: "orders", Group: "billing", Wait: true})
+//	for _, m := range res.Messages { ... }
+//	b.AckBatch(ctx, acks)
+//
+// The package github.com/queenlite/queen/httpapi serves the same broker over
+// Queen's HTTP API.
+//
+// # Concepts
+//
+// A queue is a set of partitions. A partition is an ordered log: every
+// message gets the next integer offset of its partition (from 0, in commit
+// order, never reused) and a transactionId that is unique in the partition,
+// so pushing the same message twice is detected and reported as a
+// duplicate. Partitions are created by their first push and cost little
+// while idle; use one per entity whose events must stay in order.
+//
+// A consumer group reads a queue with one cursor per partition: the lowest
+// offset it has not settled. Every group sees every message; workers of one
+// group share them. A pop with no group uses the queue-mode group
+// [QueueModeGroup], a plain work queue. A new named group starts where
+// [PopRequest.SubscriptionMode] or [PopRequest.SubscriptionFrom] says at its
+// first pop (by default after the messages that exist then), and keeps that
+// start point.
+//
+// A pop leases a batch of one partition (or of several with
+// [PopRequest.Partitions], all under one lease id) to one worker of the
+// group. No other worker of that group gets the partition until every
+// message of the batch is settled, the lease is given back, or it expires;
+// this is what keeps each partition in order while many workers run. Leases
+// are renewed with [Broker.RenewLease]. When a lease expires the batch is
+// delivered again from the cursor with [Message.DeliveryAttempt] one higher.
+//
+// An ack settles messages ([AckCompleted], [AckDLQ], [AckPark]) or gives
+// them back ([AckRetry], or [AckFailed] while the (partition, group) retry
+// budget lasts; the partition then waits the queue's RetryDelay). In one
+// batch the cursor moves only through the leading run of settled messages.
+// Messages a group gives up on go to the dead-letter store with their
+// payload, error text, retry count and group, until they are replayed
+// ([Broker.ReplayDeadLetter] appends a copy to the partition, seen by every
+// group) or deleted. Parked messages are a separate store for messages
+// nothing can read.
+//
+// A group created with [PopRequest.Conflation] gets only the newest message
+// of each partition. [Broker.SeekGroup] moves a group to a time or to the
+// end, releasing its leases. [Broker.Fetch] reads a partition by offset with
+// no group, lease or ack.
+//
+// # Delivery semantics
+//
+// Delivery is at-least-once: an expired lease, a give-back or a restart
+// delivers a message again, so handlers should be idempotent (a
+// [Broker.Transaction] that acks the input and pushes the output, with
+// transactionId dedup, gives effectively-once hand-off between stages).
+// [PopRequest.AutoAck] is at-most-once. Within a group, a partition's
+// messages are delivered in offset order and a settled message is never
+// delivered to that group again (unless a seek moves the group back). Lease
+// expiry never spends the retry budget, so a message that crashes its
+// worker process every time comes back forever.
+//
+// # Storage and durability
+//
+// Everything lives in one Badger database. A partition's messages are one
+// contiguous key range ordered by offset; cursors, group start points and
+// dead letters are small records. One goroutine writes: concurrent pushes,
+// acks and other writes share a Badger transaction and one fsync (group
+// commit). [Options.Durability] says what a successful call survives:
+//
+//   - [SyncEveryCommit] (default): the call returns after fsync. It survives
+//     kill -9 and power loss.
+//   - [SyncNever]: the call returns after the write reached Badger's
+//     memory-mapped log. It survives kill -9 (the kernel still has the
+//     pages) but a power loss or kernel crash can lose the last writes;
+//     what is lost is lost whole per call (a push or an ack is never half
+//     applied).
+//
+// In both modes, leases live in memory: after a restart no lease exists, so
+// every batch that was out is delivered again at once, and delivery-attempt
+// counting restarts at 1 for it. Cursors, retry counters, group start
+// points, dead letters, parked messages and dedup entries are durable.
+// Retry delays are not: a partition waiting out its RetryDelay is served at
+// once after a restart.
+//
+// [Options.InMemory] keeps everything in memory, for tests.
+//
+// # Concurrency
+//
+// Every method of [Broker] is safe for concurrent use. Methods that touch
+// storage or can wait take a [context.Context]; a write whose context ends
+// early may still be applied. [Broker.Close] ends waiting pops with
+// [ErrClosed] and stops every goroutine the broker started.
+package queen
