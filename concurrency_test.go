@@ -29,14 +29,14 @@ func TestConcurrency_PerPartitionOrderUnderChaos(t *testing.T) {
 	clock := queentest.NewClock()
 	queentest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
 		cfg := queen.DefaultQueueConfig()
-		cfg.RetryLimit, cfg.RetryDelay, cfg.LeaseTime = 1 << 30, 0, 30*time.Second
+		cfg.RetryLimit, cfg.RetryDelay, cfg.LeaseTime = 1<<30, 0, 30*time.Second
 		_, err := b.ConfigureQueue(bg, "chaos", cfg)
 		require.NoError(t, err)
 
 		var model struct {
 			sync.Mutex
-			cursor     map[string]int64           // partition → lowest unsettled offset
-			deliveries map[string]map[int64]int   // partition → offset → times delivered
+			cursor     map[string]int64         // partition → lowest unsettled offset
+			deliveries map[string]map[int64]int // partition → offset → times delivered
 			errs       []string
 		}
 		model.cursor = map[string]int64{}

@@ -20,8 +20,8 @@ type group struct {
 
 	readyHead, readyTail *cursor // partitions with deliverable messages and no lease
 	nReady               int
-	waiters              waitList                 // pops of any partition
-	partWaiters          map[*partition]*waitList // pops of one named partition
+	waiters              waitList             // pops of any partition
+	partWaiters          map[string]*waitList // pops of one named partition, by name
 
 	ackRate float64 // messages settled per second, smoothed (autopilot)
 	rateAt  int64
@@ -213,7 +213,7 @@ func (b *Broker) check(c *cursor, now int64) {
 	}
 	c.g.pushReady(c)
 	c.g.waiters.wakeOne()
-	if wl := c.g.partWaiters[c.p]; wl != nil {
+	if wl := c.g.partWaiters[c.p.name]; wl != nil {
 		wl.wakeAll()
 	}
 }

@@ -243,11 +243,7 @@ func (b *Broker) tryPop(ctx context.Context, req *PopRequest) (*PopResult, *wait
 			b.mu.Unlock()
 			return empty, nil, nil, nil
 		}
-		wl := b.queueWait[req.Queue]
-		if wl == nil {
-			wl = &waitList{}
-			b.queueWait[req.Queue] = wl
-		}
+		wl := waitListIn(b.queueWait, req.Queue)
 		w := wl.add()
 		b.mu.Unlock()
 		return nil, w, wl, nil
@@ -272,14 +268,11 @@ func (b *Broker) tryPop(ctx context.Context, req *PopRequest) (*PopResult, *wait
 		var wl *waitList
 		if req.Wait {
 			wl = &g.waiters
-			if p != nil {
+			if req.Partition != "" {
 				if g.partWaiters == nil {
-					g.partWaiters = make(map[*partition]*waitList)
+					g.partWaiters = make(map[string]*waitList)
 				}
-				if wl = g.partWaiters[p]; wl == nil {
-					wl = &waitList{}
-					g.partWaiters[p] = wl
-				}
+				wl = waitListIn(g.partWaiters, req.Partition)
 			}
 			w = wl.add()
 		}

@@ -174,7 +174,6 @@ func (b *Broker) newQueue(name string, cfg QueueConfig) *queue {
 	}
 	b.queues[name] = q
 	if wl := b.queueWait[name]; wl != nil {
-		delete(b.queueWait, name)
 		wl.wakeAll()
 	}
 	return q

@@ -12,10 +12,23 @@ type waiter struct {
 	list       *waitList
 }
 
-// waitList is a FIFO of parked pops. Guarded by Broker.mu.
+// waitList is a FIFO of parked pops. Guarded by Broker.mu. A list kept in
+// a map removes itself from it when its last waiter leaves.
 type waitList struct {
 	head, tail *waiter
 	n          int
+	owner      map[string]*waitList
+	key        string
+}
+
+// waitListIn returns the list under key in m, creating it.
+func waitListIn(m map[string]*waitList, key string) *waitList {
+	wl := m[key]
+	if wl == nil {
+		wl = &waitList{owner: m, key: key}
+		m[key] = wl
+	}
+	return wl
 }
 
 func (l *waitList) add() *waiter {
@@ -45,6 +58,9 @@ func (l *waitList) remove(w *waiter) {
 	}
 	w.prev, w.next, w.list = nil, nil, nil
 	l.n--
+	if l.n == 0 && l.owner != nil {
+		delete(l.owner, l.key)
+	}
 }
 
 // wakeOne wakes the longest-waiting pop.
