@@ -107,6 +107,8 @@ type PushItem struct {
 	Namespace, Task string
 	// ProducerSub records who pushed (the HTTP API sets it from a token).
 	ProducerSub string
+
+	generatedID bool // TransactionID was generated here: no dedup lookup needed
 }
 
 // PushStatus is the fate of one pushed item.
@@ -148,6 +150,7 @@ func (it *PushItem) normalize(i int) error {
 	}
 	if it.TransactionID == "" {
 		it.TransactionID = uuid.NewV7().String()
+		it.generatedID = true
 	}
 	for f, v := range map[string]string{"TraceID": it.TraceID, "Namespace": it.Namespace, "Task": it.Task, "ProducerSub": it.ProducerSub} {
 		if err := checkLabel(field(f), v); err != nil {
