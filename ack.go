@@ -33,6 +33,10 @@ const (
 	AckPark AckStatus = "park"
 )
 
+// MaxAckItems is the most items one [Broker.AckBatch] call takes (a pop
+// returns at most 10000 messages).
+const MaxAckItems = 10000
+
 // AckItem settles one delivered message.
 type AckItem struct {
 	TransactionID string // required
@@ -119,6 +123,9 @@ func (b *Broker) Ack(ctx context.Context, msg *Message, ok bool, opts AckOptions
 // invalid input and storage failures.
 func (b *Broker) AckBatch(ctx context.Context, items []AckItem) ([]AckResult, error) {
 	start := time.Now()
+	if len(items) > MaxAckItems {
+		return nil, argErr("items", "at most %d per call, not %d", MaxAckItems, len(items))
+	}
 	for i := range items {
 		if items[i].TransactionID == "" {
 			return nil, argErr("AckItem["+strconv.Itoa(i)+"].TransactionID", "is required")

@@ -150,64 +150,106 @@ func (r *writeReq) estimate() (bytes, ops int) {
 	return bytes, ops
 }
 
-// commit writes one transaction.
+// commit writes batch in one transaction and answers its requests. If
+// Badger finds it too big (our estimate ran short), the requests are
+// written one by one, and a single request too big for one transaction is
+// split (see commitSplit).
 func (w *writer) commit(batch []*writeReq) {
+	touched := make(map[*partition]int64)
+	ts, err := w.write(batch, touched)
+	switch {
+	case errors.Is(err, badger.ErrTxnTooBig) && len(batch) > 1:
+		for _, r := range batch {
+			w.commit([]*writeReq{r})
+		}
+	case errors.Is(err, badger.ErrTxnTooBig):
+		w.commitSplit(batch[0])
+	case err != nil:
+		w.failBatch(batch, err)
+	default:
+		w.publish(touched, ts)
+		for _, r := range batch {
+			r.done <- nil
+		}
+	}
+}
+
+// write applies batch to one Badger transaction and commits it (with fsync
+// under SyncEveryCommit). On error nothing was written and the offsets it
+// handed out are taken back.
+func (w *writer) write(batch []*writeReq, touched map[*partition]int64) (int64, error) {
 	b := w.b
-	now := b.now()
-	ts := max(now, w.lastTS)
+	ts := max(b.now(), w.lastTS)
 	w.lastTS = ts
 	clear(w.room)
 
 	txn := b.db.NewTransaction(true)
 	defer txn.Discard()
-	touched := make(map[*partition]int64)
-	var failed error
-	reqErr := make([]error, len(batch))
-	for i, r := range batch {
-		reqErr[i] = applyOps(txn, r.ops)
-		if reqErr[i] == nil && r.push != nil {
-			reqErr[i] = w.applyPush(txn, r.push, ts, touched)
-		}
-		if reqErr[i] != nil && !errors.Is(reqErr[i], badger.ErrTxnTooBig) {
-			failed = reqErr[i]
-			break
-		}
-		if errors.Is(reqErr[i], badger.ErrTxnTooBig) {
-			// Too big even alone, or our estimate ran short: commit the rest
-			// without it is not possible in one Badger transaction, so redo
-			// the batch one request at a time.
-			txn.Discard()
-			w.rollback(touched)
-			if len(batch) == 1 {
-				r.done <- storageErr("write", reqErr[i])
-				return
+	err := func() error {
+		for _, r := range batch {
+			if err := applyOps(txn, r.ops); err != nil {
+				return err
 			}
-			for _, one := range batch {
-				w.commit([]*writeReq{one})
+			if r.push != nil {
+				if err := w.applyPush(txn, r.push, ts, touched); err != nil {
+					return err
+				}
 			}
+		}
+		if err := txn.Commit(); err != nil {
+			return err
+		}
+		if b.opts.Durability == SyncEveryCommit && !b.opts.InMemory {
+			return b.db.Sync()
+		}
+		return nil
+	}()
+	if err != nil {
+		w.rollback(touched)
+	}
+	return ts, err
+}
+
+// commitSplit writes a request too big for one Badger transaction in
+// several: its writes in chunks, in order, then its push. Memory already
+// holds the request's effect, so this keeps disk complete at the cost of
+// atomicity across the chunks (a crash in between leaves an earlier chunk
+// only: at worst a message is delivered, or dead-lettered, again).
+func (w *writer) commitSplit(r *writeReq) {
+	w.b.log.Warn("queen: write larger than one storage transaction, split", "ops", len(r.ops))
+	ops := r.ops
+	for len(ops) > 0 {
+		n, size := 0, 0
+		for n < len(ops) && n < txnMaxOps/2 && (n == 0 || size+len(ops[n].key)+len(ops[n].val) < txnMaxBytes/2) {
+			size += len(ops[n].key) + len(ops[n].val)
+			n++
+		}
+		if _, err := w.write([]*writeReq{{ops: ops[:n]}}, nil); err != nil {
+			w.failBatch([]*writeReq{r}, err)
 			return
 		}
+		ops = ops[n:]
 	}
-	if failed == nil {
-		failed = txn.Commit()
-		if failed == nil && b.opts.Durability == SyncEveryCommit && !b.opts.InMemory {
-			failed = b.db.Sync()
+	if r.push != nil {
+		touched := make(map[*partition]int64)
+		ts, err := w.write([]*writeReq{{push: r.push}}, touched)
+		if err != nil {
+			w.failBatch([]*writeReq{{push: r.push, done: r.done}}, err)
+			return
 		}
+		w.publish(touched, ts)
 	}
-	if failed != nil {
-		w.rollback(touched)
-		err := storageErr("write", failed)
-		for _, r := range batch {
-			if len(r.ops) > 0 { // memory already holds the effect: stop serving
-				b.fail(err)
-			}
-			r.done <- err
-		}
-		return
-	}
-	w.publish(touched, ts)
+	r.done <- nil
+}
+
+// failBatch answers a batch that could not be written.
+func (w *writer) failBatch(batch []*writeReq, cause error) {
+	err := storageErr("write", cause)
 	for _, r := range batch {
-		r.done <- nil
+		if len(r.ops) > 0 { // memory already holds the effect: stop serving
+			w.b.fail(err)
+		}
+		r.done <- err
 	}
 }
 
