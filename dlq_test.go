@@ -1,6 +1,8 @@
 package queen_test
 
 import (
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,4 +111,30 @@ func TestDLQ_ListFiltersAndPages(t *testing.T) {
 	require.Zero(t, page.Total)
 	_, err = b.DeadLetters(bg, queen.LetterFilter{Limit: -1})
 	require.ErrorIs(t, err, queen.ErrInvalidArgument)
+}
+
+func TestDLQ_HugeDeadLetterBatchIsWrittenWhole(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	opts := &queen.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	queentest.Run(t, opts, func(t *testing.T, b *queen.Broker) {
+		payload := []byte(`"` + strings.Repeat("p", 64<<10) + `"`)
+		items := make([]queen.PushItem, 200) // 12.5 MiB of dead-letter copies: more than one storage transaction
+		for i := range items {
+			items[i] = queen.PushItem{Queue: "huge", Payload: payload}
+		}
+		_, err := b.Push(bg, items)
+		require.NoError(t, err)
+		pr := pop(t, b, queen.PopRequest{Queue: "huge", Batch: 200})
+		require.Len(t, pr.Messages, 200)
+		ackAll(t, b, pr.Messages, queen.AckDLQ)
+		page, err := b.DeadLetters(bg, queen.LetterFilter{Queue: "huge", Limit: 1000})
+		require.NoError(t, err)
+		require.Equal(t, 200, page.Total)
+		require.Equal(t, string(payload), string(page.Letters[0].Payload))
+		require.Contains(t, logs.String(), "split", "the write took several storage transactions")
+		// The broker still serves.
+		pushN(t, b, "huge", "", 1)
+		require.Len(t, pop(t, b, queen.PopRequest{Queue: "huge"}).Messages, 1)
+	})
 }
