@@ -2,21 +2,96 @@ package queen
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
+
+// ErrDrainTimeout is matched by a [*DrainError]: stopping a consumer ran
+// out of time with handlers still running.
+var ErrDrainTimeout = errors.New("queen: drain timed out")
+
+// DrainError reports the messages a drain left unsettled when its time ran
+// out: those whose handlers were still running, and the messages of their
+// partitions queued behind them. Their handlers are not killed; their
+// outcomes are discarded, and the broker delivers the messages again when
+// their leases end. It matches [ErrDrainTimeout] under [errors.Is].
+type DrainError struct {
+	Queue     string
+	Group     string
+	Unsettled []*Message
+}
+
+func (e *DrainError) Error() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "queen: drain timed out on queue %q group %q: %d message(s) left unsettled:", e.Queue, e.Group, len(e.Unsettled))
+	for i, m := range e.Unsettled {
+		if i == 10 {
+			fmt.Fprintf(&sb, " and %d more", len(e.Unsettled)-i)
+			break
+		}
+		fmt.Fprintf(&sb, " %s@%d (%s)", m.Partition, m.Offset, m.TransactionID)
+	}
+	return sb.String()
+}
+
+// Is reports whether target is [ErrDrainTimeout].
+func (e *DrainError) Is(target error) bool { return target == ErrDrainTimeout }
 
 // drainer is a running consumer that Close must stop.
 type drainer interface {
 	// drain stops taking messages and waits for running handlers until
 	// deadline, returning what was left unsettled.
-	drain(deadline time.Time) error
+	drain(deadline time.Time, cancel <-chan struct{}) error
 }
 
-// consumerSet tracks the running consumers of a broker.
+// consumerSet tracks the running consumers of a broker, and the
+// deliveries they gave back without handling, so that retry policies
+// count only real attempts.
 type consumerSet struct {
 	mu  sync.Mutex
 	set map[drainer]struct{}
+
+	umu     sync.Mutex
+	unusedN map[deliveryKey]int
+}
+
+// deliveryKey names a message as one group sees it.
+type deliveryKey struct{ partitionID, group, txid string }
+
+// maxUnused bounds the unused-delivery table; past it the table is
+// cleared, and attempts may then be overcounted, never undercounted.
+const maxUnused = 1 << 16
+
+func keyOf(m *Message) deliveryKey {
+	return deliveryKey{m.PartitionID, m.ConsumerGroup, m.TransactionID}
+}
+
+// unused records a delivery of m that no handler ran on.
+func (s *consumerSet) unused(m *Message) {
+	s.umu.Lock()
+	if s.unusedN == nil || len(s.unusedN) >= maxUnused {
+		s.unusedN = make(map[deliveryKey]int)
+	}
+	s.unusedN[keyOf(m)]++
+	s.umu.Unlock()
+}
+
+// forget drops what is known of m once it is settled for good.
+func (s *consumerSet) forget(m *Message) {
+	s.umu.Lock()
+	delete(s.unusedN, keyOf(m))
+	s.umu.Unlock()
+}
+
+// attempt is how many times a handler has been given m, this delivery
+// included.
+func (s *consumerSet) attempt(m *Message) int {
+	s.umu.Lock()
+	n := m.DeliveryAttempt - s.unusedN[keyOf(m)]
+	s.umu.Unlock()
+	return max(n, 1)
 }
 
 func (s *consumerSet) add(d drainer) {
@@ -47,7 +122,7 @@ func (s *consumerSet) closeAll(timeout time.Duration) error {
 	errs := make([]error, len(all))
 	var wg sync.WaitGroup
 	for i, d := range all {
-		wg.Go(func() { errs[i] = d.drain(deadline) })
+		wg.Go(func() { errs[i] = d.drain(deadline, nil) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)

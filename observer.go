@@ -22,7 +22,7 @@ const (
 	EventAck                               // Count items of one status settled by an ack call; Status set
 	EventLeaseRenewed                      // a lease was renewed
 	EventLeaseExpired                      // a lease ran out; Count partitions it held
-	EventConsume                           // a consume handler finished; Outcome and Duration set
+	EventConsume                           // Count messages a consume loop finished with one Outcome; Duration the handler's
 	EventInFlight                          // Count is the change (+1/-1) in running consume handlers
 	EventDeadLettered                      // Count messages moved to the dead-letter store
 	EventParked                            // Count messages moved to the parked store
@@ -59,7 +59,12 @@ const (
 	OutcomeDeadLettered Outcome = "dead_lettered" // moved to the dead-letter store
 	OutcomeParked       Outcome = "parked"        // moved to the parked store
 	OutcomeInProgress   Outcome = "in_progress"   // put back without spending an attempt
+	OutcomeHandled      Outcome = "handled"       // settled by the handler or its callbacks, not by the loop
+	OutcomeReleased     Outcome = "released"      // given back, or left to come back, without being handled
+	OutcomeDiscarded    Outcome = "discarded"     // handled after a drain ran out of time; nothing settled
 )
+
+var outcomes = [...]Outcome{OutcomeAccepted, OutcomeRetried, OutcomeDeadLettered, OutcomeParked, OutcomeInProgress, OutcomeHandled, OutcomeReleased, OutcomeDiscarded}
 
 // Counters are running totals since the broker opened, for metrics
 // endpoints. Read them with [Broker.Counters].
@@ -71,12 +76,18 @@ type Counters struct {
 	LeasesExpire int64               // leases that ran out
 	DeadLettered int64               // messages moved to the dead-letter store
 	Parked       int64               // messages moved to the parked store
+	// Consumed counts the messages consume handlers finished, by outcome.
+	Consumed map[Outcome]int64
+	// HandlersInFlight is the number of consume handlers running now.
+	HandlersInFlight int64
 }
 
 // counters is the broker's live, lock-free form of Counters.
 type counters struct {
 	pushed, popped, renewed, expired, dead, parked atomic.Int64
 	acked                                          [5]atomic.Int64 // by ackStatuses index
+	consumed                                       [len(outcomes)]atomic.Int64
+	handlers                                       atomic.Int64
 }
 
 var ackStatuses = [5]AckStatus{AckCompleted, AckFailed, AckRetry, AckDLQ, AckPark}
@@ -103,6 +114,14 @@ func (b *Broker) observe(e Event) {
 		c.dead.Add(int64(e.Count))
 	case EventParked:
 		c.parked.Add(int64(e.Count))
+	case EventConsume:
+		for i, o := range outcomes {
+			if o == e.Outcome {
+				c.consumed[i].Add(int64(e.Count))
+			}
+		}
+	case EventInFlight:
+		c.handlers.Add(int64(e.Count))
 	}
 	b.obs.Observe(e)
 }
@@ -113,7 +132,11 @@ func (b *Broker) Counters() Counters {
 	out := Counters{
 		Pushed: c.pushed.Load(), Popped: c.popped.Load(), LeasesRenew: c.renewed.Load(),
 		LeasesExpire: c.expired.Load(), DeadLettered: c.dead.Load(), Parked: c.parked.Load(),
-		Acked: make(map[AckStatus]int64, len(ackStatuses)),
+		Acked: make(map[AckStatus]int64, len(ackStatuses)), HandlersInFlight: c.handlers.Load(),
+		Consumed: make(map[Outcome]int64, len(outcomes)),
+	}
+	for i, o := range outcomes {
+		out.Consumed[o] = c.consumed[i].Load()
 	}
 	for i, s := range ackStatuses {
 		out.Acked[s] = c.acked[i].Load()

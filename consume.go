@@ -1,0 +1,1014 @@
+package queen
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Handler handles one message. What it returns decides what happens to
+// the message: nil accepts it, an error fails it, and [Retry], [Reject],
+// [Fatal], [Park] and [InProgress] choose other outcomes. A panic is
+// recovered and counts as a failure ([*PanicError]).
+type Handler func(ctx context.Context, msg *Message) error
+
+// BatchHandler handles a whole pop at once: nil accepts every message, an
+// error applies its outcome to every message.
+type BatchHandler func(ctx context.Context, msgs []*Message) error
+
+// ErrConsumerStarted is returned by [Consumer.Start] and
+// [Consumer.Execute] on a consumer that has already run: build another
+// with [QueueBuilder.Consume].
+var ErrConsumerStarted = errors.New("queen: consumer already started")
+
+// pollInterval is how long a consume loop with Wait(false) waits after
+// an empty pop before the next one.
+const pollInterval = 100 * time.Millisecond
+
+// Settlement reports what a consume loop did with one message; see
+// [Consumer.OnSettled].
+type Settlement struct {
+	Message *Message
+	// Outcome is what became of the message.
+	Outcome Outcome
+	// Status is the ack the loop sent for it, "" when it sent none (the
+	// handler settled it, or it was left to its lease).
+	Status AckStatus
+	// Delay is the ack's delay, for retries and in-progress answers.
+	Delay time.Duration
+	// Err is the handler's error; nil when it succeeded or never ran.
+	Err error
+	// AckErr says why the ack failed or was refused, if it was; the
+	// message then comes back when its lease ends.
+	AckErr error
+	// Handled reports that the handler ran on the message.
+	Handled bool
+}
+
+// Consume builds a consume loop that calls fn with one message at a time.
+// Run it with [Consumer.Execute] (blocking) or [Consumer.Start].
+//
+// The loop long-polls for messages (see the builder's Batch, Partitions,
+// Wait and TimeoutMillis), calls fn, and settles each message from fn's
+// result (see [Handler]) before going on. When a message is not settled
+// for good (it fails with retries left, or is retried or in progress), the
+// rest of its partition's messages in that pop are skipped: they come back,
+// in order, after it. Other partitions' messages are handled as usual.
+//
+// The loop stops when ctx (or the ctx given to Execute or Start) ends,
+// after Limit messages, after IdleMillis with nothing to do, or with
+// [Consumer.Stop] or [Broker.Close]. Stopping takes no new messages, gives
+// back at once (with an ack of status retry, which spends no retry) those
+// taken but not started, and waits for running handlers up to the drain
+// timeout.
+//
+// ctx is kept by the consumer, only to stop it: Queen's clients take it
+// here, and code written for them passes it.
+func (q *QueueBuilder) Consume(ctx context.Context, fn Handler) *Consumer {
+	c := &Consumer{q: *q, parent: ctx, each: fn}
+	if fn == nil {
+		c.err = argErr("fn", "must not be nil")
+	}
+	return c.validate()
+}
+
+// ConsumeBatch is [QueueBuilder.Consume] with a handler that gets each
+// pop's messages at once (one at a time with Each). Its result applies to
+// every message of the batch.
+func (q *QueueBuilder) ConsumeBatch(ctx context.Context, fn BatchHandler) *Consumer {
+	c := &Consumer{q: *q, parent: ctx, batch: fn}
+	if fn == nil {
+		c.err = argErr("fn", "must not be nil")
+	}
+	return c.validate()
+}
+
+func (c *Consumer) validate() *Consumer {
+	if c.err != nil {
+		return c
+	}
+	if c.q.commitOnDelivery {
+		c.err = argErr("QueueBuilder.CommitOnDelivery", "a consume loop refuses it: messages committed on delivery cannot be acked or given back; use Pop")
+		return c
+	}
+	if _, err := c.q.popRequest(); err != nil {
+		c.err = err
+	}
+	return c
+}
+
+// Consumer is a consume loop built by [QueueBuilder.Consume] or
+// [QueueBuilder.ConsumeBatch]. Set its callbacks, then run it once, with
+// Execute or Start. Its methods are safe for concurrent use.
+type Consumer struct {
+	q      QueueBuilder
+	parent context.Context // the ctx given to Consume; only its end is used
+	each   Handler
+	batch  BatchHandler
+	err    error
+
+	mu        sync.Mutex
+	onSuccess func(ctx context.Context, msg *Message) error
+	onError   func(ctx context.Context, msg *Message, err error) error
+	onSettled func(Settlement)
+	r         *run
+}
+
+// OnSuccess makes the loop call fn, instead of acking, for each message
+// whose handler succeeded: fn settles the message. An error from fn
+// counts as a failure of the message, which the loop then settles as
+// such if fn left it unsettled. Set it before the loop runs.
+func (c *Consumer) OnSuccess(fn func(ctx context.Context, msg *Message) error) *Consumer {
+	c.mu.Lock()
+	c.onSuccess = fn
+	c.mu.Unlock()
+	return c
+}
+
+// OnError makes the loop call fn, instead of settling the failure itself,
+// for each message whose handler failed: fn decides what to do, e.g. ack
+// it dlq or failed. If fn returns an error, the loop settles the message
+// as a failure with that error, if fn left it unsettled. Set it before
+// the loop runs.
+func (c *Consumer) OnError(fn func(ctx context.Context, msg *Message, err error) error) *Consumer {
+	c.mu.Lock()
+	c.onError = fn
+	c.mu.Unlock()
+	return c
+}
+
+// OnSettled makes the loop call fn with what it did with each message it
+// took: accepted, retried, dead-lettered, parked, put back in progress,
+// released unhandled, left to the handler, or discarded after a drain ran
+// out of time. fn runs on the loop's goroutines, concurrently when
+// Concurrency is above 1, and must not block for long. Set it before the
+// loop runs.
+func (c *Consumer) OnSettled(fn func(Settlement)) *Consumer {
+	c.mu.Lock()
+	c.onSettled = fn
+	c.mu.Unlock()
+	return c
+}
+
+// Execute runs the loop until it stops (see [QueueBuilder.Consume]). It
+// returns nil when the loop stopped cleanly, including on cancellation of
+// ctx; a [*DrainError] when stopping left handlers running past the drain
+// timeout; or the error that ended the loop (an invalid option, or a
+// closed broker).
+func (c *Consumer) Execute(ctx context.Context) error {
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	r := c.run()
+	<-r.over
+	return r.result()
+}
+
+// Start runs the loop in the background until it stops; ctx ending stops
+// it, as [Consumer.Stop] does. See [Consumer.Done] and [Consumer.Err].
+func (c *Consumer) Start(ctx context.Context) error {
+	if c.err != nil {
+		return c.err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if c.parent != nil {
+		if err := c.parent.Err(); err != nil {
+			return err
+		}
+	}
+	c.mu.Lock()
+	if c.r != nil {
+		c.mu.Unlock()
+		return ErrConsumerStarted
+	}
+	r := newRun(c, ctx)
+	c.r = r
+	c.mu.Unlock()
+	r.start(ctx, c.parent)
+	return nil
+}
+
+// Stop stops the loop and drains it: it takes no new messages, gives back
+// those not started, and waits for running handlers until the drain
+// timeout, or until ctx ends, whichever comes first. It returns nil once
+// everything taken is settled or given back, or a [*DrainError] naming what
+// was left unsettled; those handlers keep running, but their outcomes are
+// discarded, and their messages come back when their lease ends.
+func (c *Consumer) Stop(ctx context.Context) error {
+	r := c.run()
+	if r == nil {
+		return nil
+	}
+	deadline := time.Now().Add(r.drainTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	return r.drain(deadline, ctx.Done())
+}
+
+// Done returns a channel closed when the loop has stopped, or nil if it
+// has not started.
+func (c *Consumer) Done() <-chan struct{} {
+	if r := c.run(); r != nil {
+		return r.over
+	}
+	return nil
+}
+
+// Err returns what Execute returns, once [Consumer.Done] is closed; nil
+// before.
+func (c *Consumer) Err() error {
+	r := c.run()
+	if r == nil {
+		return nil
+	}
+	select {
+	case <-r.over:
+		return r.result()
+	default:
+		return nil
+	}
+}
+
+// InFlight is the number of handlers running now.
+func (c *Consumer) InFlight() int {
+	if r := c.run(); r != nil {
+		return int(r.inflight.Load())
+	}
+	return 0
+}
+
+func (c *Consumer) run() *run {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.r
+}
+
+type stopKey struct{}
+
+// Stopping returns a channel that is closed once the consume loop that
+// called the handler holding ctx has been asked to stop, so a long handler
+// can wrap up early. It returns nil for any other ctx.
+func Stopping(ctx context.Context) <-chan struct{} {
+	ch, _ := ctx.Value(stopKey{}).(chan struct{})
+	return ch
+}
+
+// job is a unit of work: the messages of one partition from one pop
+// (handled one at a time), or a whole pop for a batch handler.
+type job struct {
+	msgs    []*Message
+	leaseID string
+	next    int        // index of the next message to start
+	cur     []*Message // being handled
+}
+
+// run is one execution of a Consumer.
+type run struct {
+	b            *Broker
+	req          PopRequest
+	group        string // group name for events
+	ackGroup     string // group for acks ("" in queue mode)
+	each         Handler
+	batch        BatchHandler
+	lanes        bool // split pops by partition, one message per call
+	userSettles  bool
+	onSuccess    func(ctx context.Context, msg *Message) error
+	onError      func(ctx context.Context, msg *Message, err error) error
+	onSettled    func(Settlement)
+	retry        *RetryPolicy
+	n            int
+	limit        int
+	idle         time.Duration
+	renew        time.Duration
+	lease        time.Duration
+	drainTimeout time.Duration
+
+	popCtx    context.Context // ends when the loop is asked to stop
+	popCancel context.CancelFunc
+	hctx      context.Context // handlers' ctx: ends if a drain runs out of time
+	hcancel   context.CancelFunc
+	ackCtx    context.Context // never ends: settling outlives a stop
+
+	mu         sync.Mutex
+	cond       *sync.Cond
+	pending    []*job
+	current    map[*job]struct{}
+	running    int
+	fetching   bool
+	stopping   bool
+	abandoned  bool
+	taken      int // messages taken and not given back, for Limit
+	lastActive time.Time
+	leases     map[string]int // lease id -> jobs not finished
+	loopErr    error
+	drainErr   error
+	stopCh     chan struct{}
+	done       chan struct{} // every goroutine of the loop returned
+	over       chan struct{} // done, or abandoned by a drain
+	overOnce   sync.Once
+	unhook     []func() bool
+	inflight   atomic.Int32
+}
+
+func newRun(c *Consumer, ctx context.Context) *run {
+	q := &c.q
+	req, _ := q.popRequest() // validated by Consume
+	r := &run{
+		b: q.b, req: req, group: groupName(req.Group), ackGroup: req.Group,
+		each: c.each, batch: c.batch, lanes: c.each != nil || q.each,
+		onSuccess: c.onSuccess, onError: c.onError, onSettled: c.onSettled,
+		retry: q.retry, n: q.concurrency, limit: q.limit, idle: q.idle, renew: q.renew, lease: q.lease,
+		drainTimeout: q.drainTimeout,
+		current:      make(map[*job]struct{}),
+		leases:       make(map[string]int),
+		stopCh:       make(chan struct{}),
+		done:         make(chan struct{}),
+		over:         make(chan struct{}),
+		fetching:     true,
+		lastActive:   time.Now(),
+	}
+	if r.drainTimeout == 0 {
+		r.drainTimeout = r.b.opts.DrainTimeout
+	}
+	r.userSettles = !q.autoAck || r.onSuccess != nil || r.onError != nil
+	r.cond = sync.NewCond(&r.mu)
+	base := context.WithoutCancel(ctx)
+	r.ackCtx = base
+	r.popCtx, r.popCancel = context.WithCancel(base)
+	hctx, hcancel := context.WithCancel(base)
+	r.hctx, r.hcancel = context.WithValue(hctx, stopKey{}, r.stopCh), hcancel
+	return r
+}
+
+func (r *run) start(ctx, parent context.Context) {
+	r.b.consumer.add(r)
+	stop := func() { r.drain(time.Now().Add(r.drainTimeout), nil) }
+	r.mu.Lock()
+	r.unhook = append(r.unhook, context.AfterFunc(ctx, stop))
+	if parent != nil {
+		r.unhook = append(r.unhook, context.AfterFunc(parent, stop))
+	}
+	r.mu.Unlock()
+	go func() {
+		var wg sync.WaitGroup
+		wg.Go(r.fetch)
+		for range r.n {
+			wg.Go(r.work)
+		}
+		if r.renew > 0 {
+			go r.renewLoop()
+		}
+		wg.Wait()
+		close(r.done)
+		r.finish()
+	}()
+}
+
+// finish marks the loop over for its callers.
+func (r *run) finish() {
+	r.overOnce.Do(func() {
+		r.popCancel()
+		close(r.over)
+		r.b.consumer.remove(r)
+		r.mu.Lock()
+		unhook := r.unhook
+		r.mu.Unlock()
+		for _, u := range unhook {
+			u()
+		}
+	})
+}
+
+func (r *run) result() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.drainErr != nil {
+		return r.drainErr
+	}
+	return r.loopErr
+}
+
+// requestStop makes the loop take no more messages and gives back those
+// not started.
+func (r *run) requestStop() {
+	r.mu.Lock()
+	if r.stopping {
+		r.mu.Unlock()
+		return
+	}
+	r.stopping = true
+	close(r.stopCh)
+	var rest []*Message
+	for _, j := range r.pending {
+		rest = append(rest, j.msgs[j.next:]...)
+		r.leaseDone(j)
+	}
+	r.pending = nil
+	r.cond.Broadcast()
+	r.mu.Unlock()
+	r.popCancel()
+	r.giveBack(rest)
+}
+
+// drain stops the loop and waits for it until deadline or cancel, then
+// abandons what is still running. It implements drainer.
+func (r *run) drain(deadline time.Time, cancel <-chan struct{}) error {
+	r.requestStop()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-r.over:
+	case <-t.C:
+		r.abandon()
+	case <-cancel:
+		r.abandon()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.drainErr
+}
+
+// abandon gives up on the running handlers: their outcomes will be
+// discarded and their messages left to their leases.
+func (r *run) abandon() {
+	r.mu.Lock()
+	if r.abandoned || r.running == 0 && !r.fetching {
+		r.mu.Unlock()
+		return
+	}
+	select {
+	case <-r.done:
+		r.mu.Unlock()
+		return
+	default:
+	}
+	r.abandoned = true
+	var left []*Message
+	for j := range r.current {
+		left = append(left, j.cur...)
+		left = append(left, j.msgs[j.next:]...)
+	}
+	if len(left) > 0 {
+		r.drainErr = &DrainError{Queue: r.req.Queue, Group: r.group, Unsettled: left}
+	}
+	r.mu.Unlock()
+	r.hcancel()
+	r.finish()
+}
+
+// fetch pops whenever a handler is free and nothing is waiting for one.
+func (r *run) fetch() {
+	defer func() {
+		r.mu.Lock()
+		r.fetching = false
+		r.cond.Broadcast()
+		r.mu.Unlock()
+	}()
+	for {
+		r.mu.Lock()
+		for !r.stopping && (len(r.pending) > 0 || r.running >= r.n || r.limit > 0 && r.taken >= r.limit && r.running > 0) {
+			r.cond.Wait()
+		}
+		if r.stopping || r.limit > 0 && r.taken >= r.limit {
+			r.mu.Unlock()
+			return
+		}
+		req := r.req
+		if r.limit > 0 {
+			left := r.limit - r.taken
+			switch {
+			case req.Batch > 0:
+				req.Batch = min(req.Batch, left)
+			case !req.Autopilot:
+				req.Batch = 1
+			case left < 1000:
+				req.Batch = left
+			}
+		}
+		if r.idle > 0 {
+			left := r.idle - time.Since(r.lastActive)
+			if left <= 0 && r.running == 0 {
+				r.mu.Unlock()
+				return
+			}
+			timeout := req.Timeout
+			if timeout == 0 {
+				timeout = 30 * time.Second
+			}
+			req.Timeout = max(min(timeout, left), time.Millisecond)
+		}
+		r.mu.Unlock()
+
+		res, err := r.b.Pop(r.popCtx, req)
+		if err != nil {
+			if r.popCtx.Err() != nil {
+				return
+			}
+			r.mu.Lock()
+			r.loopErr = err
+			r.mu.Unlock()
+			go r.requestStop()
+			return
+		}
+		if len(res.Messages) == 0 {
+			if !req.Wait {
+				wait := pollInterval
+				if r.idle > 0 {
+					wait = min(wait, max(r.idle-time.Since(r.lastActive), time.Millisecond))
+				}
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+				case <-r.popCtx.Done():
+				}
+				t.Stop()
+			}
+			continue
+		}
+		jobs := r.split(res)
+		r.mu.Lock()
+		r.lastActive = time.Now()
+		r.taken += len(res.Messages)
+		if r.stopping {
+			r.mu.Unlock()
+			r.giveBack(res.Messages)
+			return
+		}
+		r.pending = append(r.pending, jobs...)
+		r.leases[res.LeaseID] += len(jobs)
+		r.cond.Broadcast()
+		r.mu.Unlock()
+	}
+}
+
+// split cuts a pop into jobs.
+func (r *run) split(res *PopResult) []*job {
+	if !r.lanes {
+		return []*job{{msgs: res.Messages, leaseID: res.LeaseID}}
+	}
+	var jobs []*job
+	byPart := make(map[string]*job)
+	for _, m := range res.Messages {
+		j := byPart[m.PartitionID]
+		if j == nil {
+			j = &job{leaseID: res.LeaseID}
+			byPart[m.PartitionID] = j
+			jobs = append(jobs, j)
+		}
+		j.msgs = append(j.msgs, m)
+	}
+	return jobs
+}
+
+// work runs jobs until the loop stops.
+func (r *run) work() {
+	for {
+		r.mu.Lock()
+		for len(r.pending) == 0 && r.fetching && !r.stopping {
+			r.cond.Wait()
+		}
+		if len(r.pending) == 0 || r.abandoned {
+			r.mu.Unlock()
+			return
+		}
+		j := r.pending[0]
+		r.pending = r.pending[1:]
+		r.running++
+		r.current[j] = struct{}{}
+		r.mu.Unlock()
+
+		if r.lanes {
+			r.runLane(j)
+		} else {
+			r.runBatch(j)
+		}
+
+		r.mu.Lock()
+		r.running--
+		delete(r.current, j)
+		r.leaseDone(j)
+		r.lastActive = time.Now()
+		r.cond.Broadcast()
+		r.mu.Unlock()
+	}
+}
+
+// leaseDone forgets one job of j's lease for renewals. Under r.mu.
+func (r *run) leaseDone(j *job) {
+	if n, ok := r.leases[j.leaseID]; ok {
+		if n <= 1 {
+			delete(r.leases, j.leaseID)
+		} else {
+			r.leases[j.leaseID] = n - 1
+		}
+	}
+}
+
+// runLane handles one partition's messages in order, stopping at the
+// first one no longer leased to the loop (its failure gave the rest back,
+// or the lease was lost).
+func (r *run) runLane(j *job) {
+	for {
+		r.mu.Lock()
+		if r.abandoned || j.next >= len(j.msgs) {
+			r.mu.Unlock()
+			return
+		}
+		if r.stopping {
+			rest := j.msgs[j.next:]
+			j.next = len(j.msgs)
+			r.mu.Unlock()
+			r.giveBack(rest)
+			return
+		}
+		msg := j.msgs[j.next]
+		j.next++
+		r.mu.Unlock()
+
+		switch r.b.leaseState(msg) {
+		case leaseSettled: // the handler settled it ahead
+			continue
+		case leaseLost:
+			r.mu.Lock()
+			rest := j.msgs[j.next-1:]
+			j.next = len(j.msgs)
+			r.mu.Unlock()
+			r.release(rest)
+			return
+		}
+		r.mu.Lock()
+		j.cur = []*Message{msg}
+		r.mu.Unlock()
+		r.handle(j.cur)
+		r.mu.Lock()
+		j.cur = nil
+		r.mu.Unlock()
+	}
+}
+
+// runBatch hands a whole pop to the batch handler.
+func (r *run) runBatch(j *job) {
+	r.mu.Lock()
+	if r.stopping {
+		j.next = len(j.msgs)
+		r.mu.Unlock()
+		r.giveBack(j.msgs)
+		return
+	}
+	var live, lost []*Message
+	for _, m := range j.msgs {
+		switch r.b.leaseState(m) {
+		case leaseHeld:
+			live = append(live, m)
+		case leaseLost:
+			lost = append(lost, m)
+		}
+	}
+	j.next, j.cur = len(j.msgs), live
+	r.mu.Unlock()
+	r.release(lost)
+	if len(live) > 0 {
+		r.handle(live)
+	}
+	r.mu.Lock()
+	j.cur = nil
+	r.mu.Unlock()
+}
+
+// handle runs the handler on msgs and settles them.
+func (r *run) handle(msgs []*Message) {
+	ok := msgs[:0:0]
+	for _, m := range msgs {
+		if _, err := m.Decode(); err != nil { // parked before the handler runs
+			r.settle([]*Message{m}, Park(&DecodeError{Type: "map[string]any", Err: err}), false, 0)
+			continue
+		}
+		ok = append(ok, m)
+	}
+	if len(ok) == 0 {
+		return
+	}
+	start := time.Now()
+	err := r.call(ok)
+	d := time.Since(start)
+	r.mu.Lock()
+	abandoned := r.abandoned
+	r.mu.Unlock()
+	if abandoned {
+		r.report(ok, decision{outcome: OutcomeDiscarded}, err, true, nil, nil, d)
+		return
+	}
+	if r.userSettles {
+		r.userSettle(ok, err, d)
+		return
+	}
+	r.settle(ok, err, true, d)
+}
+
+// call runs the handler, turning a panic into a *PanicError.
+func (r *run) call(msgs []*Message) (err error) {
+	r.inflight.Add(1)
+	r.b.observe(Event{Kind: EventInFlight, Queue: r.req.Queue, Group: r.group, Count: 1})
+	defer func() {
+		if p := recover(); p != nil {
+			err = &PanicError{Value: p}
+		}
+		r.inflight.Add(-1)
+		r.b.observe(Event{Kind: EventInFlight, Queue: r.req.Queue, Group: r.group, Count: -1})
+	}()
+	if r.each != nil {
+		return r.each(r.hctx, msgs[0])
+	}
+	return r.batch(r.hctx, msgs)
+}
+
+// callback runs an OnSuccess or OnError callback, recovering a panic.
+func callback(fn func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &PanicError{Value: p}
+		}
+	}()
+	return fn()
+}
+
+// userSettle is what follows a handler under AutoAck(false) or with
+// callbacks: the handler or callbacks settle, and the loop settles as a
+// failure whatever a failure left unsettled.
+func (r *run) userSettle(msgs []*Message, herr error, d time.Duration) {
+	for _, m := range msgs {
+		var err error
+		switch {
+		case herr == nil && r.onSuccess != nil:
+			err = callback(func() error { return r.onSuccess(r.hctx, m) })
+		case herr == nil:
+		case r.onError != nil:
+			err = callback(func() error { return r.onError(r.hctx, m, herr) })
+		default:
+			err = herr
+		}
+		if err != nil && r.b.leaseState(m) == leaseHeld {
+			r.settle([]*Message{m}, err, true, d)
+			continue
+		}
+		r.report([]*Message{m}, decision{outcome: OutcomeHandled}, herr, true, nil, nil, d)
+	}
+}
+
+// decision is how the loop settles one message.
+type decision struct {
+	status  AckStatus
+	delay   time.Duration
+	text    string
+	outcome Outcome
+	unused  bool // the delivery does not count as an attempt
+}
+
+// outcomeError is implemented by the errors that pick a handler outcome;
+// errors.As finds the outermost one.
+type outcomeError interface {
+	error
+	isOutcome()
+}
+
+func (*RetryError) isOutcome()      {}
+func (*RejectError) isOutcome()     {}
+func (*ParkError) isOutcome()       {}
+func (*InProgressError) isOutcome() {}
+
+// decide turns a handler's result for msg into an ack.
+func (r *run) decide(msg *Message, err error) decision {
+	if err == nil {
+		return decision{status: AckCompleted, outcome: OutcomeAccepted}
+	}
+	text := err.Error()
+	var oe outcomeError
+	if errors.As(err, &oe) {
+		switch e := oe.(type) {
+		case *InProgressError:
+			return decision{status: AckRetry, delay: e.Delay, outcome: OutcomeInProgress, unused: true}
+		case *ParkError:
+			return decision{status: AckPark, text: text, outcome: OutcomeParked}
+		case *RejectError:
+			return decision{status: AckDLQ, text: text, outcome: OutcomeDeadLettered}
+		}
+	}
+	if p := r.retry; p != nil {
+		attempt := r.b.consumer.attempt(msg)
+		if p.exhausted(attempt, msg.CreatedAt, r.b.clock.Now()) {
+			return decision{status: AckDLQ, text: text, outcome: OutcomeDeadLettered}
+		}
+		return decision{status: AckRetry, delay: p.Backoff(attempt), text: text, outcome: OutcomeRetried}
+	}
+	if _, ok := oe.(*RetryError); ok {
+		return decision{status: AckRetry, text: text, outcome: OutcomeRetried}
+	}
+	return decision{status: AckFailed, text: text, outcome: OutcomeRetried}
+}
+
+// settle acks msgs from the handler's result err.
+func (r *run) settle(msgs []*Message, herr error, handled bool, d time.Duration) {
+	items := make([]AckItem, len(msgs))
+	decs := make([]decision, len(msgs))
+	for i, m := range msgs {
+		decs[i] = r.decide(m, herr)
+		items[i] = AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: m.LeaseID,
+			Group: r.ackGroup, Status: decs[i].status, Error: decs[i].text, Delay: decs[i].delay}
+	}
+	results, err := r.b.AckBatch(r.ackCtx, items)
+	if err != nil {
+		r.b.log.Warn("queen: consume: ack failed", "queue", r.req.Queue, "group", r.group, "err", err)
+		if errors.Is(err, ErrClosed) {
+			r.mu.Lock()
+			if r.loopErr == nil {
+				r.loopErr = err
+			}
+			r.mu.Unlock()
+			go r.requestStop()
+		}
+	}
+	for i, m := range msgs {
+		dec := decs[i]
+		var ackErr error
+		switch {
+		case err != nil:
+			ackErr = err
+		case results[i].Err != nil:
+			ackErr = results[i].Err
+		case results[i].DeadLettered:
+			dec.outcome = OutcomeDeadLettered
+		case results[i].Parked:
+			dec.outcome = OutcomeParked
+		}
+		if ackErr == nil {
+			switch dec.outcome {
+			case OutcomeAccepted, OutcomeDeadLettered, OutcomeParked:
+				r.b.consumer.forget(m)
+			case OutcomeInProgress:
+				r.b.consumer.unused(m)
+			}
+		}
+		r.report([]*Message{m}, dec, herr, handled, ackErr, &items[i], d)
+	}
+}
+
+// giveBack returns messages taken but not started with an ack of status
+// retry on the first of each partition, which spends no retry.
+func (r *run) giveBack(msgs []*Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	first := make(map[string]int) // partition id -> item index
+	var items []AckItem
+	for _, m := range msgs {
+		if _, ok := first[m.PartitionID]; ok || r.b.leaseState(m) != leaseHeld {
+			continue
+		}
+		first[m.PartitionID] = len(items)
+		items = append(items, AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Group: r.ackGroup, Status: AckRetry})
+	}
+	var results []AckResult
+	var err error
+	if len(items) > 0 {
+		results, err = r.b.AckBatch(r.ackCtx, items)
+	}
+	r.unclaim(msgs)
+	for _, m := range msgs {
+		var ackErr error
+		status := AckStatus("")
+		if i, ok := first[m.PartitionID]; ok {
+			status = AckRetry
+			switch {
+			case err != nil:
+				ackErr = err
+			case results[i].Err != nil:
+				ackErr = results[i].Err
+			}
+		}
+		r.reportOne(Settlement{Message: m, Outcome: OutcomeReleased, Status: status, AckErr: ackErr})
+	}
+}
+
+// release notes messages the loop will not handle and that come back by
+// themselves (behind a failure, or after their lease was lost).
+func (r *run) release(msgs []*Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	r.unclaim(msgs)
+	for _, m := range msgs {
+		r.reportOne(Settlement{Message: m, Outcome: OutcomeReleased})
+	}
+}
+
+// unclaim takes msgs out of the Limit count and out of their attempts.
+func (r *run) unclaim(msgs []*Message) {
+	r.mu.Lock()
+	r.taken -= len(msgs)
+	r.cond.Broadcast()
+	r.mu.Unlock()
+	for _, m := range msgs {
+		r.b.consumer.unused(m)
+	}
+}
+
+// report tells the Observer and the OnSettled callback what happened.
+func (r *run) report(msgs []*Message, dec decision, herr error, handled bool, ackErr error, it *AckItem, d time.Duration) {
+	if handled || dec.outcome != OutcomeReleased {
+		r.b.observe(Event{Kind: EventConsume, Queue: r.req.Queue, Group: r.group, Outcome: dec.outcome, Count: len(msgs), Duration: d})
+	}
+	for _, m := range msgs {
+		s := Settlement{Message: m, Outcome: dec.outcome, Err: herr, AckErr: ackErr, Handled: handled}
+		if it != nil {
+			s.Status, s.Delay = it.Status, it.Delay
+		}
+		r.reportOne(s)
+	}
+}
+
+func (r *run) reportOne(s Settlement) {
+	if r.onSettled != nil {
+		r.onSettled(s)
+	}
+}
+
+// renewLoop renews the leases of unfinished jobs every r.renew.
+func (r *run) renewLoop() {
+	t := time.NewTicker(r.renew)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.over:
+			return
+		case <-t.C:
+		}
+		r.mu.Lock()
+		ids := make([]string, 0, len(r.leases))
+		for id := range r.leases {
+			ids = append(ids, id)
+		}
+		r.mu.Unlock()
+		d := r.lease
+		if d == 0 {
+			d = r.b.leaseTimeOf(r.req.Queue)
+		}
+		for _, id := range ids {
+			_, err := r.b.RenewLease(r.ackCtx, id, d)
+			switch {
+			case err == nil:
+			case errors.Is(err, ErrNotFound), errors.Is(err, ErrLeaseExpired):
+				r.mu.Lock()
+				delete(r.leases, id)
+				r.mu.Unlock()
+			case errors.Is(err, ErrClosed):
+				return
+			}
+		}
+	}
+}
+
+// Lease states of a delivered message, as seen by the loop.
+const (
+	leaseLost    = iota // no longer leased to this delivery
+	leaseHeld           // leased to it and not settled
+	leaseSettled        // settled, by anyone
+)
+
+// leaseState tells whether msg is still leased to the pop that delivered
+// it and unsettled.
+func (b *Broker) leaseState(msg *Message) int {
+	if msg.LeaseID == "" {
+		return leaseLost
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.usable() != nil {
+		return leaseLost
+	}
+	p := b.partitionByID(msg.PartitionID)
+	if p == nil {
+		return leaseLost
+	}
+	g := p.q.groups[msg.ConsumerGroup]
+	if g == nil || g.slot >= len(p.cursors) || p.cursors[g.slot] == nil {
+		return leaseLost
+	}
+	c := p.cursors[g.slot]
+	if fl := c.fl; fl != nil && fl.lease != nil && fl.lease.id == msg.LeaseID && fl.lease.expires > b.now() {
+		if i := fl.find(msg.TransactionID); i >= 0 {
+			if fl.msgs[i].settled {
+				return leaseSettled
+			}
+			return leaseHeld
+		}
+	}
+	if c.offset > msg.Offset {
+		return leaseSettled
+	}
+	return leaseLost
+}
