@@ -1,0 +1,267 @@
+// Command child is the process the crash test kills. It opens a broker on
+// -dir and, until it is killed (or -for runs out), pushes, pops, acks with
+// every status, replays dead letters and lets retention delete, logging to
+// -log what returned success (see package crashtest for the format).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/crashtest"
+)
+
+type logger struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+// write appends lines in one write(2): after it returns, a SIGKILL cannot
+// take them back.
+func (l *logger) write(lines ...string) {
+	var sb strings.Builder
+	for _, s := range lines {
+		sb.WriteString(s)
+		sb.WriteByte('\n')
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, err := l.f.Write([]byte(sb.String())); err != nil {
+		fmt.Fprintln(os.Stderr, "child: log:", err)
+		os.Exit(2)
+	}
+}
+
+func (l *logger) fatal(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	l.write("ERR " + strings.ReplaceAll(msg, "\n", " "))
+	fmt.Fprintln(os.Stderr, "child:", msg)
+	os.Exit(3)
+}
+
+func main() {
+	dir := flag.String("dir", "", "broker directory")
+	logPath := flag.String("log", "", "log file (appended)")
+	nosync := flag.Bool("nosync", false, "open with SyncNever instead of SyncEveryCommit")
+	round := flag.Int("round", 0, "round number, part of every transactionId")
+	seed := flag.Uint64("seed", 1, "random seed")
+	runFor := flag.Duration("for", 20*time.Second, "exit by itself after this long")
+	flag.Parse()
+
+	f, err := os.OpenFile(*logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		os.Exit(2)
+	}
+	log := &logger{f: f}
+	prev, err := crashtest.ReadLog(*logPath)
+	if err != nil {
+		log.fatal("read log: %v", err)
+	}
+
+	opts := &queen.Options{MaintenanceInterval: 50 * time.Millisecond, GCInterval: 500 * time.Millisecond}
+	if *nosync {
+		opts.Durability = queen.SyncNever
+	}
+	b, err := queen.Open(*dir, opts)
+	if err != nil {
+		log.fatal("open: %v", err)
+	}
+	ctx := context.Background()
+	work := queen.DefaultQueueConfig()
+	work.RetryLimit, work.RetryDelay, work.LeaseTime = 2, 0, time.Minute
+	if _, err := b.ConfigureQueue(ctx, crashtest.WorkQueue, work); err != nil {
+		log.fatal("configure: %v", err)
+	}
+	retain := queen.DefaultQueueConfig()
+	retain.Retention = 300 * time.Millisecond
+	if _, err := b.ConfigureQueue(ctx, crashtest.RetainQueue, retain); err != nil {
+		log.fatal("configure: %v", err)
+	}
+
+	// Pushes confirmed in earlier rounds, pushed again: each must be a
+	// duplicate at the same offset.
+	type pushed struct {
+		part, txid string
+		off        int64
+	}
+	var old []pushed
+	for _, l := range prev {
+		if l.Kind == "push" && l.Fields[0] == crashtest.WorkQueue {
+			old = append(old, pushed{l.Fields[1], l.Fields[2], l.Int(3)})
+		}
+	}
+
+	log.write(fmt.Sprintf("ready %d", *round))
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	rngFor := func(i uint64) *rand.Rand { return rand.New(rand.NewPCG(*seed, uint64(*round)<<16|i)) }
+
+	producer := func(id int, queue string, parts []string) {
+		defer wg.Done()
+		rng := rngFor(uint64(id))
+		for n := 0; !stop.Load(); {
+			items := make([]queen.PushItem, 1+rng.IntN(20))
+			for i := range items {
+				txid := fmt.Sprintf("r%d-w%d-%d", *round, id, n)
+				n++
+				items[i] = queen.PushItem{Queue: queue, Partition: parts[rng.IntN(len(parts))], TransactionID: txid, Payload: crashtest.Payload(txid)}
+			}
+			again, againAt := pushed{}, -1
+			if len(old) > 0 && queue == crashtest.WorkQueue && rng.IntN(4) == 0 {
+				again, againAt = old[rng.IntN(len(old))], len(items)
+				items = append(items, queen.PushItem{Queue: queue, Partition: again.part, TransactionID: again.txid, Payload: crashtest.Payload(again.txid)})
+			}
+			res, err := b.Push(ctx, items)
+			if err != nil {
+				log.fatal("push: %v", err)
+			}
+			lines := make([]string, 0, len(res))
+			for i, r := range res {
+				if r.Status == queen.PushFailed {
+					log.fatal("push %s: %v", r.TransactionID, r.Err)
+				}
+				if i == againAt && (r.Status != queen.PushDuplicate || r.Offset != again.off) {
+					log.fatal("re-push of %s/%s (offset %d before the crash): %s at %d", again.part, again.txid, again.off, r.Status, r.Offset)
+				}
+				lines = append(lines, fmt.Sprintf("push %s %s %s %d", queue, r.Partition, r.TransactionID, r.Offset))
+			}
+			log.write(lines...)
+		}
+	}
+
+	statuses := []queen.AckStatus{queen.AckFailed, queen.AckRetry, queen.AckDLQ, queen.AckPark}
+	consumer := func(id int, group string) {
+		defer wg.Done()
+		rng := rngFor(100 + uint64(id))
+		logGroup := group
+		if group == "" {
+			logGroup = queen.QueueModeGroup
+		}
+		for !stop.Load() {
+			res, err := b.Pop(ctx, queen.PopRequest{Queue: crashtest.WorkQueue, Group: group, SubscriptionMode: queen.SubscriptionModeAll,
+				Batch: 1 + rng.IntN(10), Partitions: 1 + rng.IntN(2), Wait: true, Timeout: 100 * time.Millisecond})
+			if err != nil {
+				log.fatal("pop: %v", err)
+			}
+			if len(res.Messages) == 0 {
+				continue
+			}
+			items := make([]queen.AckItem, len(res.Messages))
+			intents := make([]string, len(items))
+			for i, m := range res.Messages {
+				st := queen.AckCompleted
+				if rng.IntN(100) < 30 {
+					st = statuses[rng.IntN(len(statuses))]
+				}
+				items[i] = queen.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Group: group, Status: st, Error: "e:" + m.TransactionID}
+				intents[i] = fmt.Sprintf("intent %s %s %d %s", logGroup, m.Partition, m.Offset, st)
+			}
+			log.write(intents...)
+			results, err := b.AckBatch(ctx, items)
+			if err != nil {
+				log.fatal("ack: %v", err)
+			}
+			// Per partition: the cursor moved through the leading run of
+			// settled messages (the whole batch when all settled).
+			type span struct {
+				end     int64
+				back    int64 // first offset that comes back, -1 if none
+				refused bool
+			}
+			spans := map[string]*span{}
+			var lines []string
+			for i, m := range res.Messages {
+				s := spans[m.Partition]
+				if s == nil {
+					s = &span{back: -1}
+					spans[m.Partition] = s
+				}
+				s.end = m.Offset + 1
+				r := results[i]
+				if !r.Success {
+					s.refused = true
+					if !errors.Is(r.Err, queen.ErrLeaseExpired) {
+						log.fatal("ack %s refused: %v", m.TransactionID, r.Err)
+					}
+					continue
+				}
+				dest := "-"
+				switch {
+				case r.DeadLettered:
+					dest = "dl"
+				case r.Parked:
+					dest = "pk"
+				}
+				settled := items[i].Status == queen.AckCompleted || r.DeadLettered || r.Parked
+				if !settled && s.back < 0 {
+					s.back = m.Offset
+				}
+				lines = append(lines, fmt.Sprintf("ack %s %s %d %s %s", logGroup, m.Partition, m.Offset, items[i].Status, dest))
+			}
+			for part, s := range spans {
+				if s.refused {
+					continue
+				}
+				c := s.end
+				if s.back >= 0 {
+					c = s.back
+				}
+				lines = append(lines, fmt.Sprintf("cursor %s %s %d", logGroup, part, c))
+			}
+			log.write(lines...)
+		}
+	}
+
+	replayer := func() {
+		defer wg.Done()
+		rng := rngFor(200)
+		for !stop.Load() {
+			time.Sleep(20 * time.Millisecond)
+			page, err := b.DeadLetters(ctx, queen.LetterFilter{Queue: crashtest.WorkQueue, Limit: 20})
+			if err != nil {
+				log.fatal("dead letters: %v", err)
+			}
+			if len(page.Letters) == 0 {
+				continue
+			}
+			dl := page.Letters[rng.IntN(len(page.Letters))]
+			r, err := b.ReplayDeadLetter(ctx, dl.ID)
+			if err != nil {
+				log.fatal("replay %s: %v", dl.ID, err)
+			}
+			log.write(fmt.Sprintf("replay %s %s %d %d", dl.Partition, r.TransactionID, r.Offset, dl.Offset),
+				fmt.Sprintf("push %s %s %s %d", crashtest.WorkQueue, dl.Partition, r.TransactionID, r.Offset))
+		}
+	}
+
+	for i := range 3 {
+		wg.Add(1)
+		go producer(i, crashtest.WorkQueue, crashtest.WorkPartitions)
+	}
+	wg.Add(1)
+	go producer(9, crashtest.RetainQueue, crashtest.RetainPartitions)
+	for i := range 4 {
+		wg.Add(1)
+		go consumer(i, []string{"", crashtest.NamedGroup}[i%2])
+	}
+	wg.Add(1)
+	go replayer()
+
+	time.Sleep(*runFor)
+	stop.Store(true)
+	wg.Wait()
+	if err := b.Close(); err != nil {
+		log.fatal("close: %v", err)
+	}
+	log.write("closed")
+}
