@@ -1,0 +1,151 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/queenlite/queen"
+)
+
+// ackResult is one element of an ack reply.
+type ackResult struct {
+	Index         int        `json:"index"`
+	TransactionID string     `json:"transactionId"`
+	Success       bool       `json:"success"`
+	Error         nullString `json:"error"`
+	QueueName     nullString `json:"queueName"`
+	PartitionName nullString `json:"partitionName"`
+	LeaseReleased bool       `json:"leaseReleased"`
+	DLQ           bool       `json:"dlq"`
+}
+
+// ack serves POST /api/v1/ack: one message, answered with a one-element
+// array.
+func (h *handler) ack(w http.ResponseWriter, r *http.Request) {
+	f, err := h.readBody(w, r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	it := parseAckFields(f, "transactionId is required", "partitionId is required to ensure message uniqueness")
+	if f.err != nil {
+		h.writeError(w, r, f.err)
+		return
+	}
+	h.settle(w, r, []queen.AckItem{it})
+}
+
+// ackBatch serves POST /api/v1/ack/batch.
+func (h *handler) ackBatch(w http.ResponseWriter, r *http.Request) {
+	f, err := h.readBody(w, r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	elems, ok := f.array("acknowledgments")
+	if !ok || f.err != nil {
+		h.writeError(w, r, badRequest("acknowledgments array is required"))
+		return
+	}
+	group := f.str("consumerGroup")
+	if f.err == nil {
+		f.err = checkLabel("consumerGroup", group)
+	}
+	items := make([]queen.AckItem, len(elems))
+	for i, raw := range elems {
+		itf := f.elem(raw, fmt.Sprintf("acknowledgments[%d]", i))
+		if f.err != nil {
+			break
+		}
+		items[i] = parseAckFields(itf, "Each acknowledgment must have a valid transactionId string",
+			"Each acknowledgment must have a valid partitionId string to ensure message uniqueness")
+		if itf.err != nil {
+			f.err = itf.err
+			break
+		}
+		if f.has("consumerGroup") {
+			items[i].Group = group
+		}
+	}
+	if f.err != nil {
+		h.writeError(w, r, f.err)
+		return
+	}
+	h.settle(w, r, items)
+}
+
+// settle applies acks and answers 200 with one result per item.
+func (h *handler) settle(w http.ResponseWriter, r *http.Request, items []queen.AckItem) {
+	out := make([]ackResult, 0, len(items))
+	if len(items) > 0 {
+		res, err := h.b.AckBatch(r.Context(), items)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		for i := range res {
+			a := &res[i]
+			if msg := ackErrorText(a.Err); msg == "internal error" {
+				h.log.Error("httpapi: ack item failed", "path", r.URL.Path, "err", a.Err)
+			}
+			out = append(out, ackResult{
+				Index: i, TransactionID: a.TransactionID, Success: a.Success, Error: nullString(ackErrorText(a.Err)),
+				QueueName: nullString(a.Queue), PartitionName: nullString(a.Partition),
+				LeaseReleased: a.LeaseReleased, DLQ: a.DeadLettered,
+			})
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// leaseResult is the single element of a lease-extend reply.
+type leaseResult struct {
+	Index     int        `json:"index"`
+	LeaseID   string     `json:"leaseId"`
+	Success   bool       `json:"success"`
+	Error     nullString `json:"error"`
+	ExpiresAt msTime     `json:"expiresAt"`
+}
+
+// extendLease serves POST /api/v1/lease/{leaseId}/extend. Refusals are
+// per item, with HTTP 200, as in Queen.
+func (h *handler) extendLease(w http.ResponseWriter, r *http.Request) {
+	leaseID := r.PathValue("leaseId")
+	if err := checkUUID("leaseId", leaseID); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	f, err := h.readBody(w, r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	secs := f.num("seconds", 60, false)
+	if f.err != nil {
+		h.writeError(w, r, f.err)
+		return
+	}
+	if secs > maxLeaseSeconds {
+		h.writeError(w, r, badRequest("seconds must be at most %d", maxLeaseSeconds))
+		return
+	}
+	res := leaseResult{LeaseID: leaseID, Success: true}
+	exp, err := h.b.RenewLease(r.Context(), leaseID, time.Duration(secs)*time.Second)
+	switch {
+	case errors.Is(err, queen.ErrNotFound):
+		res.Success, res.Error = false, "Lease not found"
+	case errors.Is(err, queen.ErrLeaseExpired):
+		res.Success, res.Error = false, "Lease already expired"
+	case err != nil:
+		h.writeError(w, r, err)
+		return
+	default:
+		res.ExpiresAt = msTime(exp)
+	}
+	writeJSON(w, http.StatusOK, []leaseResult{res})
+}
+
+// maxLeaseSeconds bounds lease lengths so durations cannot overflow.
+const maxLeaseSeconds = 365 * 24 * 3600

@@ -1,0 +1,328 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/queenlite/queen"
+)
+
+// queueOptions is a queue's configuration in Queen's units: seconds,
+// except retryDelay in milliseconds.
+type queueOptions struct {
+	Priority                  int   `json:"priority"`
+	LeaseTime                 int64 `json:"leaseTime"`
+	RetryLimit                int   `json:"retryLimit"`
+	RetryDelay                int64 `json:"retryDelay"`
+	MaxSize                   int   `json:"maxSize"`
+	TTL                       int64 `json:"ttl"`
+	DeadLetterQueue           bool  `json:"deadLetterQueue"`
+	DLQAfterMaxRetries        bool  `json:"dlqAfterMaxRetries"`
+	DelayedProcessing         int64 `json:"delayedProcessing"`
+	WindowBuffer              int64 `json:"windowBuffer"`
+	RetentionSeconds          int64 `json:"retentionSeconds"`
+	CompletedRetentionSeconds int64 `json:"completedRetentionSeconds"`
+	RetentionEnabled          bool  `json:"retentionEnabled"`
+	EncryptionEnabled         bool  `json:"encryptionEnabled"`
+	MaxWaitTimeSeconds        int64 `json:"maxWaitTimeSeconds"`
+}
+
+func optionsOf(c *queen.QueueConfig) queueOptions {
+	return queueOptions{
+		Priority: c.Priority, LeaseTime: seconds(c.LeaseTime), RetryLimit: c.RetryLimit, RetryDelay: millis(c.RetryDelay),
+		MaxSize: c.MaxSize, TTL: seconds(c.TTL), DeadLetterQueue: c.DeadLetterQueue, DLQAfterMaxRetries: c.DLQAfterMaxRetries,
+		DelayedProcessing: seconds(c.DelayedProcessing), WindowBuffer: seconds(c.WindowBuffer),
+		RetentionSeconds: seconds(c.Retention), CompletedRetentionSeconds: seconds(c.CompletedRetention),
+		RetentionEnabled: c.RetentionEnabled, EncryptionEnabled: c.EncryptionEnabled, MaxWaitTimeSeconds: seconds(c.MaxWaitTime),
+	}
+}
+
+// configureReply is the reply of POST /api/v1/configure.
+type configureReply struct {
+	Configured  bool         `json:"configured"`
+	QueueID     string       `json:"queueId"`
+	PartitionID string       `json:"partitionId"`
+	Queue       string       `json:"queue"`
+	Namespace   nullString   `json:"namespace"`
+	Task        nullString   `json:"task"`
+	Options     queueOptions `json:"options"`
+}
+
+// maxDurationUnits bounds durations read from the wire (about 30 years in
+// seconds) so that none overflows.
+const maxDurationUnits = 1 << 30
+
+// duration reads a non-negative duration in unit; absent keeps def.
+func (f *fields) duration(name string, def, unit time.Duration) time.Duration {
+	if !f.has(name) {
+		_ = f.num(name, 0, false) // reports a wrong type
+		return def
+	}
+	n := f.num(name, 0, false)
+	if n > maxDurationUnits {
+		f.fail("%s%s is too large", f.path, name)
+		return def
+	}
+	return time.Duration(n) * unit
+}
+
+// configure serves POST /api/v1/configure: it replaces the whole
+// configuration; options not sent return to their defaults.
+func (h *handler) configure(w http.ResponseWriter, r *http.Request) {
+	f, err := h.readBody(w, r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if kind(f.raw("queue")) != '"' {
+		h.writeError(w, r, badRequest("queue is required"))
+		return
+	}
+	name := f.str("queue")
+	cfg := queen.DefaultQueueConfig()
+	cfg.Namespace, cfg.Task = f.str("namespace"), f.str("task")
+	if o := f.object("options"); o != nil {
+		cfg.LeaseTime = o.duration("leaseTime", cfg.LeaseTime, time.Second)
+		cfg.RetryLimit = int(min(o.num("retryLimit", int64(cfg.RetryLimit), false), maxDurationUnits))
+		cfg.RetryDelay = o.duration("retryDelay", cfg.RetryDelay, time.Millisecond)
+		cfg.MaxSize = int(min(o.num("maxSize", 0, false), maxDurationUnits))
+		cfg.TTL = o.duration("ttl", cfg.TTL, time.Second)
+		cfg.Priority = int(max(min(o.num("priority", 0, true), maxDurationUnits), -maxDurationUnits))
+		cfg.DelayedProcessing = o.duration("delayedProcessing", 0, time.Second)
+		cfg.WindowBuffer = o.duration("windowBuffer", 0, time.Second)
+		cfg.Retention = o.duration("retentionSeconds", 0, time.Second)
+		cfg.CompletedRetention = o.duration("completedRetentionSeconds", 0, time.Second)
+		cfg.MaxWaitTime = o.duration("maxWaitTimeSeconds", 0, time.Second)
+		cfg.RetentionEnabled = o.boolean("retentionEnabled", false)
+		cfg.EncryptionEnabled = o.boolean("encryptionEnabled", false)
+		cfg.DeadLetterQueue = o.boolean("deadLetterQueue", false)
+		cfg.DLQAfterMaxRetries = o.boolean("dlqAfterMaxRetries", false)
+		if f.err == nil {
+			f.err = o.err
+		}
+	}
+	if f.err == nil {
+		f.err = checkName("queue", name)
+	}
+	for field, v := range map[string]string{"namespace": cfg.Namespace, "task": cfg.Task} {
+		if f.err == nil {
+			f.err = checkLabel(field, v)
+		}
+	}
+	if f.err != nil {
+		h.writeError(w, r, f.err)
+		return
+	}
+	info, err := h.b.ConfigureQueue(r.Context(), name, cfg)
+	var arg *queen.ArgumentError
+	if errors.As(err, &arg) && arg.Field == "QueueConfig.EncryptionEnabled" {
+		err = badRequest("options.encryptionEnabled needs an encryption key (QUEEN_ENCRYPTION_KEY)")
+	}
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, configureReply{
+		Configured: true, QueueID: info.ID, PartitionID: info.DefaultPartitionID, Queue: info.Name,
+		Namespace: nullString(info.Config.Namespace), Task: nullString(info.Config.Task), Options: optionsOf(&info.Config),
+	})
+}
+
+// deleteQueue serves DELETE /api/v1/resources/queues/{queue}.
+func (h *handler) deleteQueue(w http.ResponseWriter, r *http.Request) {
+	name, err := pathName(r, "queue")
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	existed, err := h.b.DeleteQueue(r.Context(), name)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Deleted bool   `json:"deleted"`
+		Queue   string `json:"queue"`
+		Existed bool   `json:"existed"`
+	}{true, name, existed})
+}
+
+// fetchRecord is one message read by offset.
+type fetchRecord struct {
+	Offset        int64           `json:"offset"`
+	ID            string          `json:"id"`
+	TransactionID string          `json:"transactionId"`
+	Data          json.RawMessage `json:"data"`
+	CreatedAt     usTime          `json:"createdAt"`
+	TraceID       nullString      `json:"traceId"`
+}
+
+// fetch serves GET /api/v1/fetch/queue/{queue}/partition/{partition}: a
+// read by offset with no group, lease or ack.
+func (h *handler) fetch(w http.ResponseWriter, r *http.Request) {
+	queue, err := pathName(r, "queue")
+	if err == nil {
+		var part string
+		part, err = pathName(r, "partition")
+		p := newParams(r)
+		from := p.num("fromOffset", 0)
+		limit := min(p.num("limit", 100), 1000)
+		if err == nil {
+			err = p.err
+		}
+		if err == nil {
+			var res *queen.FetchResult
+			if res, err = h.b.Fetch(r.Context(), queue, part, from, int(limit)); err == nil {
+				out := struct {
+					Queue      string        `json:"queue"`
+					Partition  string        `json:"partition"`
+					Records    []fetchRecord `json:"records"`
+					NextOffset int64         `json:"nextOffset"`
+				}{res.Queue, res.Partition, make([]fetchRecord, len(res.Records)), res.NextOffset}
+				for i, rec := range res.Records {
+					out.Records[i] = fetchRecord{Offset: rec.Offset, ID: rec.MessageID, TransactionID: rec.TransactionID,
+						Data: payload(rec.Payload), CreatedAt: usTime(rec.CreatedAt), TraceID: nullString(rec.TraceID)}
+				}
+				writeJSON(w, http.StatusOK, out)
+				return
+			}
+			if errors.Is(err, queen.ErrNotFound) {
+				err = notFoundErr("Queue or partition not found")
+			}
+		}
+	}
+	h.writeError(w, r, err)
+}
+
+// letter is a dead-letter or parked entry on the wire.
+type letter struct {
+	DeadLetterID  string          `json:"deadLetterId"`
+	ParkedID      string          `json:"parkedId,omitempty"`
+	ID            string          `json:"id"`
+	TransactionID string          `json:"transactionId"`
+	PartitionID   nullString      `json:"partitionId"`
+	Queue         string          `json:"queue"`
+	Partition     string          `json:"partition"`
+	ConsumerGroup string          `json:"consumerGroup"`
+	ErrorMessage  nullString      `json:"errorMessage"`
+	RetryCount    int             `json:"retryCount"`
+	Data          json.RawMessage `json:"data"`
+	TraceID       nullString      `json:"traceId"`
+	ProducerSub   nullString      `json:"producerSub"`
+	CreatedAt     msTime          `json:"createdAt"`
+	FailedAt      msTime          `json:"failedAt"`
+	Offset        int64           `json:"offset"`
+}
+
+// listLetters serves GET /api/v1/dlq and GET /api/v1/parked.
+func (h *handler) listLetters(parked bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p := newParams(r)
+		f := queen.LetterFilter{
+			Queue: p.name("queue"), ConsumerGroup: p.name("consumerGroup"), Partition: p.name("partition"),
+			From: p.time("from"), To: p.time("to"),
+			Limit: int(min(max(p.num("limit", 100), 1), 1000)), Offset: int(min(p.num("offset", 0), 1<<31)),
+		}
+		if p.err != nil {
+			h.writeError(w, r, p.err)
+			return
+		}
+		list := h.b.DeadLetters
+		if parked {
+			list = h.b.ParkedMessages
+		}
+		page, err := list(r.Context(), f)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		out := struct {
+			Messages   []letter   `json:"messages"`
+			Total      int        `json:"total"`
+			Pagination pagination `json:"pagination"`
+		}{make([]letter, len(page.Letters)), page.Total, pagination{f.Limit, f.Offset}}
+		for i, l := range page.Letters {
+			out.Messages[i] = letter{
+				DeadLetterID: l.ID, ID: l.MessageID, TransactionID: l.TransactionID, PartitionID: nullString(l.PartitionID),
+				Queue: l.Queue, Partition: l.Partition, ConsumerGroup: l.ConsumerGroup, ErrorMessage: nullString(l.Error),
+				RetryCount: l.RetryCount, Data: payload(l.Payload), TraceID: nullString(l.TraceID),
+				ProducerSub: nullString(l.ProducerSub), CreatedAt: msTime(l.CreatedAt), FailedAt: msTime(l.FailedAt), Offset: l.Offset,
+			}
+			if parked {
+				out.Messages[i].ParkedID = l.ID
+			}
+		}
+		writeJSON(w, http.StatusOK, out)
+	}
+}
+
+// letterID reads and checks the {id} of a dead-letter or parked route.
+func letterID(r *http.Request, parked bool) (string, string, error) {
+	id, field := r.PathValue("id"), "deadLetterId"
+	if parked {
+		field = "parkedId"
+	}
+	return id, field, checkUUID(field, id)
+}
+
+// replayLetter serves POST /api/v1/dlq/{id}/replay and its parked twin.
+func (h *handler) replayLetter(parked bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, _, err := letterID(r, parked)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		replay, what := h.b.ReplayDeadLetter, "Dead letter not found"
+		if parked {
+			replay, what = h.b.ReplayParked, "Parked message not found"
+		}
+		res, err := replay(r.Context(), id)
+		if errors.Is(err, queen.ErrNotFound) {
+			err = notFoundErr(what)
+		}
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		out := struct {
+			Success       bool   `json:"success"`
+			DeadLetterID  string `json:"deadLetterId"`
+			ParkedID      string `json:"parkedId,omitempty"`
+			MessageID     string `json:"messageId"`
+			TransactionID string `json:"transactionId"`
+			Offset        int64  `json:"offset"`
+			Duplicate     bool   `json:"duplicate"`
+		}{true, res.ID, "", res.MessageID, res.TransactionID, res.Offset, res.Duplicate}
+		if parked {
+			out.ParkedID = res.ID
+		}
+		writeJSON(w, http.StatusOK, out)
+	}
+}
+
+// deleteLetter serves DELETE /api/v1/dlq/{id} and its parked twin.
+func (h *handler) deleteLetter(parked bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, field, err := letterID(r, parked)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		del, what := h.b.DeleteDeadLetter, "Dead letter not found"
+		if parked {
+			del, what = h.b.DeleteParked, "Parked message not found"
+		}
+		err = del(r.Context(), id)
+		if errors.Is(err, queen.ErrNotFound) {
+			err = notFoundErr(what)
+		}
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"success": true, "deleted": true, field: id})
+	}
+}

@@ -1,0 +1,101 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/queenlite/queen"
+)
+
+// errorBody is every error reply: {"error": "..."}.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+// apiError is a refusal the handler decided itself, with its status.
+type apiError struct {
+	status int
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+// badRequest is a 400 with a precise message.
+func badRequest(format string, args ...any) error {
+	return &apiError{http.StatusBadRequest, fmt.Sprintf(format, args...)}
+}
+
+// notFound is a 404.
+func notFoundErr(msg string) error { return &apiError{http.StatusNotFound, msg} }
+
+// writeError maps err to a status and an {"error"} body. It is the only
+// place that does: client mistakes are 4xx with their reason, broker
+// states 404/409/413/503, and anything unknown 500 with a generic message
+// while the detail goes to the log.
+func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var ae *apiError
+	var arg *queen.ArgumentError
+	status, msg := http.StatusInternalServerError, "internal error"
+	switch {
+	case errors.As(err, &ae):
+		status, msg = ae.status, ae.msg
+	case errors.As(err, &arg):
+		status, msg = http.StatusBadRequest, strings.TrimPrefix(arg.Error(), "queen: ")
+	case errors.Is(err, queen.ErrInvalidArgument):
+		status, msg = http.StatusBadRequest, strings.TrimPrefix(err.Error(), "queen: ")
+	case errors.Is(err, queen.ErrNotFound):
+		status, msg = http.StatusNotFound, "not found"
+	case errors.Is(err, queen.ErrLeaseExpired):
+		status, msg = http.StatusConflict, "Invalid or expired lease"
+	case errors.Is(err, queen.ErrQueueFull):
+		status, msg = http.StatusConflict, "queue full"
+	case errors.Is(err, queen.ErrTooLarge):
+		status, msg = http.StatusRequestEntityTooLarge, "request too large"
+	case errors.Is(err, queen.ErrClosed):
+		status, msg = http.StatusServiceUnavailable, "broker unavailable"
+		if err != queen.ErrClosed { // a storage failure closed it
+			h.log.Error("httpapi: broker unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		status, msg = http.StatusServiceUnavailable, "request cancelled"
+	default:
+		h.log.Error("httpapi: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeJSON(w, status, errorBody{msg})
+}
+
+// writeJSON writes v as the JSON body of a reply with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil { // only our own types are written: a bug
+		status, body = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// noContent writes a 204 with no body.
+func noContent(w http.ResponseWriter) {
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// ackErrorText is Queen's text for a refused ack item.
+func ackErrorText(err error) string {
+	var arg *queen.ArgumentError
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, queen.ErrNotFound):
+		return "Message not found"
+	case errors.Is(err, queen.ErrLeaseExpired):
+		return "Invalid or expired lease"
+	case errors.As(err, &arg):
+		return arg.Reason
+	}
+	return "internal error"
+}

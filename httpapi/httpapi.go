@@ -1,0 +1,388 @@
+// Package httpapi serves Queen's REST API for a [queen.Broker], so that
+// Queen's official JS, Python and Go clients work against a Go program
+// that embeds the broker.
+//
+// [New] returns an [http.Handler] that serves the routes under /api/v1,
+// plus /health, /metrics and /metrics/prometheus. Mount it on any router,
+// under a prefix if you like:
+//
+//	mux.Handle("/queen/", http.StripPrefix("/queen", httpapi.New(b, nil)))
+//
+// # Wire contract
+//
+// Shapes, field names and status codes follow Queen's server: a push
+// answers 201 with one result per item, a pop 200 with messages or 204 with
+// no body, acks always 200 with one result per item, and client mistakes
+// 4xx with a JSON body {"error": "..."}. Bad input never reaches the
+// broker: wrong JSON types, missing fields, non-numeric query values, names
+// over 255 bytes and malformed UUIDs are refused with 400, oversized bodies
+// with 413. Storage failures answer 500 {"error":"internal error"}; the
+// detail goes to [Options.Logger]. Routes of Queen that this broker does
+// not implement (streams, analytics, migration, maintenance, the
+// dashboard) answer 404 {"error":"not supported"}.
+//
+// # Long polls
+//
+// A pop with wait=true parks until a push makes a message available, its
+// timeout passes (at most 60 s), the client goes away, or the handler is
+// shut down through [Options.Shutdown]. A parked pop holds no goroutine
+// beyond the request's own and uses no CPU.
+//
+// # Access control
+//
+// Authentication is the host's job. [Options.Authorize] is called before
+// every route with the route's [Access] level, the same levels as Queen's
+// route table, and can refuse with 401 or 403.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/queenlite/queen"
+)
+
+// Broker is what the handler needs from a broker: the methods of
+// [*queen.Broker] its routes call. Tests substitute fakes.
+type Broker interface {
+	Push(ctx context.Context, items []queen.PushItem) ([]queen.PushResult, error)
+	Pop(ctx context.Context, req queen.PopRequest) (*queen.PopResult, error)
+	AckBatch(ctx context.Context, items []queen.AckItem) ([]queen.AckResult, error)
+	RenewLease(ctx context.Context, leaseID string, d time.Duration) (time.Time, error)
+	ExecTransaction(ctx context.Context, ops []queen.TxOp) (*queen.TxResult, error)
+
+	ConfigureQueue(ctx context.Context, name string, cfg queen.QueueConfig) (*queen.QueueInfo, error)
+	DescribeQueue(ctx context.Context, name string) (*queen.QueueInfo, error)
+	DeleteQueue(ctx context.Context, name string) (existed bool, err error)
+	Fetch(ctx context.Context, queue, partition string, from int64, limit int) (*queen.FetchResult, error)
+
+	DeadLetters(ctx context.Context, f queen.LetterFilter) (*queen.LetterPage, error)
+	ReplayDeadLetter(ctx context.Context, id string) (*queen.ReplayResult, error)
+	DeleteDeadLetter(ctx context.Context, id string) error
+	ParkedMessages(ctx context.Context, f queen.LetterFilter) (*queen.LetterPage, error)
+	ReplayParked(ctx context.Context, id string) (*queen.ReplayResult, error)
+	DeleteParked(ctx context.Context, id string) error
+
+	QueueStats(ctx context.Context, name string) (*queen.QueueStats, error)
+	ListQueues(ctx context.Context) ([]queen.QueueStats, error)
+	ListGroups(ctx context.Context, group string) ([]queen.GroupStats, error)
+	DeleteGroup(ctx context.Context, group, queue string, deleteMetadata bool) (int, error)
+	SetGroupSubscription(ctx context.Context, group string, from time.Time) (int, error)
+	SeekGroup(ctx context.Context, group, queue string, opts queen.SeekOptions) (*queen.SeekResult, error)
+	SeekPartition(ctx context.Context, group, queue, partition string, opts queen.SeekOptions) (*queen.SeekResult, error)
+
+	ListMessages(ctx context.Context, f queen.MessageFilter) (*queen.MessagePage, error)
+	GetMessage(ctx context.Context, partitionID, transactionID string) (*queen.MessageInfo, error)
+	DeleteMessage(ctx context.Context, partitionID, transactionID string) error
+
+	RecordTrace(ctx context.Context, ev queen.TraceEvent) (*queen.TraceEvent, error)
+	Traces(ctx context.Context, partitionID, transactionID string) ([]queen.TraceEvent, error)
+	TracesByName(ctx context.Context, name string, limit, offset int) (*queen.TracePage, error)
+	TraceNames(ctx context.Context, limit, offset int) (*queen.TraceNamePage, error)
+
+	Counters() queen.Counters
+}
+
+var _ Broker = (*queen.Broker)(nil)
+
+// Access is the access level of a route, as in Queen's route table.
+type Access int
+
+// Access levels, from least to most privileged.
+const (
+	// AccessPublic routes (/health, /metrics) need no credentials in Queen.
+	AccessPublic Access = iota
+	// AccessReadOnly routes read state: listings, statistics, traces.
+	AccessReadOnly
+	// AccessReadWrite routes push, pop, ack and change consumer positions.
+	AccessReadWrite
+	// AccessAdmin routes delete queues and consumer groups.
+	AccessAdmin
+)
+
+// String returns Queen's name of the level: "public", "read-only",
+// "read-write" or "admin".
+func (a Access) String() string {
+	switch a {
+	case AccessPublic:
+		return "public"
+	case AccessReadOnly:
+		return "read-only"
+	case AccessReadWrite:
+		return "read-write"
+	case AccessAdmin:
+		return "admin"
+	}
+	return fmt.Sprintf("Access(%d)", int(a))
+}
+
+// Errors an [Options.Authorize] hook returns to refuse a request. The
+// reply carries the error's text as {"error": "..."}.
+var (
+	// ErrUnauthorized refuses with 401: no credentials, or invalid ones.
+	// Wrap it to say more: fmt.Errorf("%w: token expired", ErrUnauthorized).
+	ErrUnauthorized = errors.New("authentication required")
+	// ErrForbidden refuses with 403: valid credentials without the level.
+	// Any other error an authorizer returns is treated the same way.
+	ErrForbidden = errors.New("insufficient permissions")
+)
+
+// Options configures the handler. A nil *Options and zero fields mean the
+// defaults.
+type Options struct {
+	// MaxBodyBytes caps request bodies; a larger one is refused with 413.
+	// Defaults to 16 MiB.
+	MaxBodyBytes int64
+
+	// Logger receives storage failures (answered 500) and refused
+	// authorizations at debug level. Defaults to discarding them.
+	Logger *slog.Logger
+
+	// Authorize, when set, is called before every route with the request
+	// (read-only: it must not consume the body) and the route's access
+	// level, including [AccessPublic] for /health and /metrics. Returning
+	// nil lets the request through; an error wrapping [ErrUnauthorized]
+	// refuses it with 401, any other error with 403. CORS preflights
+	// (OPTIONS) and unsupported routes are answered without calling it.
+	// Defaults to letting everything through.
+	Authorize func(r *http.Request, level Access) error
+
+	// Shutdown, once closed, ends every parked long-poll at once (each
+	// answers 204, as if its timeout had passed) and stops later pops from
+	// waiting. Close it when the server starts shutting down, for example
+	// with http.Server.RegisterOnShutdown, since Server.Shutdown otherwise
+	// waits for parked pops to time out. The handler watches it with one
+	// goroutine until it is closed. Defaults to nil: long-polls end only at
+	// their timeout or when the client disconnects.
+	Shutdown <-chan struct{}
+
+	// DefaultTimeout is the long-poll timeout of a pop that sends none
+	// (Queen's DEFAULT_TIMEOUT). Defaults to 30 s; at most 60 s.
+	DefaultTimeout time.Duration
+
+	// DefaultBatch is the batch size of a pop that sends none (Queen's
+	// DEFAULT_BATCH_SIZE). Defaults to 1; at most 10000.
+	DefaultBatch int
+
+	// NoCORS turns off the CORS headers Queen puts on every reply and the
+	// 204 answer to OPTIONS, for hosts that handle CORS themselves.
+	// Defaults to false.
+	NoCORS bool
+}
+
+// Limits of the wire contract.
+const (
+	defaultMaxBody = 16 << 20
+	maxTimeout     = 60 * time.Second
+	maxBatch       = 10000
+	maxPartitions  = 64
+)
+
+// handler serves the API. It is safe for concurrent use.
+type handler struct {
+	b         Broker
+	mux       *http.ServeMux
+	log       *slog.Logger
+	maxBody   int64
+	authorize func(*http.Request, Access) error
+	cors      bool
+	timeout   time.Duration
+	batch     int
+
+	// stopped is cancelled when Options.Shutdown closes; parked pops hang
+	// their cancellation on it with context.AfterFunc.
+	stopped context.Context
+
+	started  time.Time
+	requests atomic.Int64
+	rates    rateMeter
+}
+
+// New returns a handler serving Queen's REST API on b. It panics if b is
+// nil. opts may be nil.
+func New(b Broker, opts *Options) http.Handler {
+	if b == nil {
+		panic("httpapi: New called with a nil Broker")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	h := &handler{
+		b:         b,
+		mux:       http.NewServeMux(),
+		log:       o.Logger,
+		maxBody:   o.MaxBodyBytes,
+		authorize: o.Authorize,
+		cors:      !o.NoCORS,
+		timeout:   o.DefaultTimeout,
+		batch:     o.DefaultBatch,
+		started:   time.Now(),
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.maxBody <= 0 {
+		h.maxBody = defaultMaxBody
+	}
+	if h.timeout <= 0 {
+		h.timeout = 30 * time.Second
+	}
+	h.timeout = min(h.timeout, maxTimeout)
+	if h.batch <= 0 {
+		h.batch = 1
+	}
+	h.batch = min(h.batch, maxBatch)
+	h.stopped = context.Background() // never done: AfterFunc on it costs nothing
+	if o.Shutdown != nil {
+		stopped, stop := context.WithCancel(context.Background())
+		h.stopped = stopped
+		go func() {
+			<-o.Shutdown
+			stop()
+		}()
+	}
+	h.routes()
+	return h
+}
+
+// routes registers every route with its access level.
+func (h *handler) routes() {
+	h.handle("GET /health", AccessPublic, h.health)
+	h.handle("GET /metrics", AccessPublic, h.metricsJSON)
+	h.handle("GET /metrics/prometheus", AccessPublic, h.prometheus)
+
+	h.handle("POST /api/v1/push", AccessReadWrite, h.push)
+	h.handle("GET /api/v1/pop", AccessReadWrite, h.popDiscovery)
+	h.handle("GET /api/v1/pop/queue/{queue}", AccessReadWrite, h.popQueue)
+	h.handle("GET /api/v1/pop/queue/{queue}/partition/{partition}", AccessReadWrite, h.popPartition)
+	h.handle("POST /api/v1/ack", AccessReadWrite, h.ack)
+	h.handle("POST /api/v1/ack/batch", AccessReadWrite, h.ackBatch)
+	h.handle("POST /api/v1/lease/{leaseId}/extend", AccessReadWrite, h.extendLease)
+	h.handle("POST /api/v1/transaction", AccessReadWrite, h.transaction)
+
+	h.handle("POST /api/v1/configure", AccessReadWrite, h.configure)
+	h.handle("GET /api/v1/fetch/queue/{queue}/partition/{partition}", AccessReadOnly, h.fetch)
+
+	h.handle("GET /api/v1/resources/overview", AccessReadOnly, h.overview)
+	h.handle("GET /api/v1/resources/queues", AccessReadOnly, h.resourceQueues)
+	h.handle("GET /api/v1/resources/queues/{queue}", AccessReadOnly, h.resourceQueue)
+	h.handle("DELETE /api/v1/resources/queues/{queue}", AccessAdmin, h.deleteQueue)
+	h.handle("GET /api/v1/resources/namespaces", AccessReadOnly, h.namespaces)
+	h.handle("GET /api/v1/resources/tasks", AccessReadOnly, h.tasks)
+	h.handle("GET /api/v1/status/queues", AccessReadOnly, h.statusQueues)
+	h.handle("GET /api/v1/status/queues/{queue}", AccessReadOnly, h.statusQueue)
+	h.handle("GET /api/v1/status/queues/{queue}/messages", AccessReadOnly, h.statusQueueMessages)
+
+	h.handle("GET /api/v1/messages", AccessReadOnly, h.listMessages)
+	h.handle("GET /api/v1/messages/{partitionId}/{transactionId}", AccessReadOnly, h.getMessage)
+	h.handle("DELETE /api/v1/messages/{partitionId}/{transactionId}", AccessReadWrite, h.deleteMessage)
+
+	h.handle("GET /api/v1/dlq", AccessReadOnly, h.listLetters(false))
+	h.handle("POST /api/v1/dlq/{id}/replay", AccessReadWrite, h.replayLetter(false))
+	h.handle("DELETE /api/v1/dlq/{id}", AccessAdmin, h.deleteLetter(false))
+	h.handle("GET /api/v1/parked", AccessReadOnly, h.listLetters(true))
+	h.handle("POST /api/v1/parked/{id}/replay", AccessReadWrite, h.replayLetter(true))
+	h.handle("DELETE /api/v1/parked/{id}", AccessAdmin, h.deleteLetter(true))
+
+	h.handle("GET /api/v1/consumer-groups", AccessReadOnly, h.listGroups)
+	h.handle("GET /api/v1/consumer-groups/lagging", AccessReadOnly, h.laggingGroups)
+	h.handle("GET /api/v1/consumer-groups/{group}", AccessReadOnly, h.getGroup)
+	h.handle("DELETE /api/v1/consumer-groups/{group}", AccessAdmin, h.deleteGroup)
+	h.handle("DELETE /api/v1/consumer-groups/{group}/queues/{queue}", AccessAdmin, h.deleteGroup)
+	h.handle("POST /api/v1/consumer-groups/{group}/subscription", AccessReadWrite, h.groupSubscription)
+	h.handle("POST /api/v1/consumer-groups/{group}/queues/{queue}/seek", AccessReadWrite, h.seekQueue)
+	h.handle("POST /api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek", AccessReadWrite, h.seekPartition)
+	h.handle("POST /api/v1/stats/refresh", AccessAdmin, h.refreshStats)
+
+	h.handle("POST /api/v1/traces", AccessReadWrite, h.recordTrace)
+	h.handle("GET /api/v1/traces/names", AccessReadOnly, h.traceNames)
+	h.handle("GET /api/v1/traces/by-name/{name}", AccessReadOnly, h.tracesByName)
+	h.handle("GET /api/v1/traces/{partitionId}/{transactionId}", AccessReadOnly, h.messageTraces)
+
+	// Queen routes this broker does not implement.
+	for _, p := range []string{
+		"GET /{$}", "/api/v1/status", "/api/v1/status/analytics", "/api/v1/status/buffers",
+		"/api/v1/analytics/", "/api/v1/system/", "/api/v1/migration/", "/streams/v1/", "/internal/",
+		"/api/v1/stream/", "DELETE /api/v1/queues/{queue}/clear", "GET /api/v1/resources/partitions",
+		"POST /api/v1/messages/{partitionId}/{transactionId}/retry", "POST /api/v1/messages/{partitionId}/{transactionId}/dlq",
+	} {
+		h.mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusNotFound, errorBody{"not supported"})
+		})
+	}
+	h.mux.HandleFunc("/", h.notFound)
+}
+
+// handle registers a route behind the authorizer.
+func (h *handler) handle(pattern string, level Access, fn http.HandlerFunc) {
+	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		if h.authorize != nil {
+			if err := h.authorize(r, level); err != nil {
+				status := http.StatusForbidden
+				if errors.Is(err, ErrUnauthorized) {
+					status = http.StatusUnauthorized
+				}
+				h.log.Debug("httpapi: request refused", "method", r.Method, "path", r.URL.Path, "level", level.String(), "err", err)
+				writeJSON(w, status, errorBody{err.Error()})
+				return
+			}
+		}
+		fn(w, r)
+	})
+}
+
+// notFound answers paths no route matches: 405 with Allow when another
+// method would match, 404 otherwise.
+func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch} {
+		if m == r.Method || (m == http.MethodGet && r.Method == http.MethodHead) {
+			continue
+		}
+		r2 := r.Clone(r.Context())
+		r2.Method = m
+		if _, pattern := h.mux.Handler(r2); pattern != "/" && pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		for _, m := range allow {
+			w.Header().Add("Allow", m)
+		}
+		writeJSON(w, http.StatusMethodNotAllowed, errorBody{"method not allowed"})
+		return
+	}
+	writeJSON(w, http.StatusNotFound, errorBody{"not found"})
+}
+
+// ServeHTTP sets the CORS headers, answers preflights, and dispatches.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.requests.Add(1)
+	if h.cors {
+		hd := w.Header()
+		hd.Set("Access-Control-Allow-Origin", "*")
+		hd.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS")
+		hd.Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
+		hd.Set("Access-Control-Max-Age", "86400")
+		if r.Method == http.MethodOptions {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			h.log.Error("httpapi: panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v)
+			writeJSON(w, http.StatusInternalServerError, errorBody{"internal error"})
+		}
+	}()
+	h.mux.ServeHTTP(w, r)
+}

@@ -1,0 +1,184 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/queenlite/queen"
+)
+
+// version is what /health reports as the API version.
+const version = "1.0.0"
+
+// health serves GET /health: 200 while the broker serves, 503 once it is
+// closed or has stopped after a storage failure.
+func (h *handler) health(w http.ResponseWriter, r *http.Request) {
+	// A lookup that cannot match tells whether the broker still serves
+	// without touching storage.
+	_, err := h.b.DescribeQueue(r.Context(), "")
+	status, db, code := "healthy", "connected", http.StatusOK
+	if err != nil && !errors.Is(err, queen.ErrNotFound) {
+		status, db, code = "unhealthy", "disconnected", http.StatusServiceUnavailable
+		if err != queen.ErrClosed {
+			h.log.Warn("httpapi: health check failed", "err", err)
+		}
+	}
+	writeJSON(w, code, map[string]any{
+		"status": status, "database": db, "server": "queen (Go, Badger)", "worker_id": 0, "version": version,
+		"shared_state": map[string]bool{"enabled": false},
+		"queen":        map[string]any{"worker_id": 0, "status": "active"},
+	})
+}
+
+// metricsJSON serves GET /metrics: Queen's JSON summary, with this
+// process's figures.
+func (h *handler) metricsJSON(w http.ResponseWriter, r *http.Request) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	c := h.b.Counters()
+	uptime := time.Since(h.started).Seconds()
+	reqs := h.requests.Load()
+	rate := func(n int64) float64 {
+		if uptime <= 0 {
+			return 0
+		}
+		return float64(int64(float64(n)/uptime*100)) / 100
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"uptime":   int64(uptime),
+		"requests": map[string]any{"total": reqs, "rate": rate(reqs)},
+		"messages": map[string]any{"total": c.Pushed, "rate": rate(c.Pushed)},
+		"database": map[string]int{"poolSize": 0, "idleConnections": 0, "waitingRequests": 0},
+		"memory": map[string]uint64{"rss": ms.Sys, "heapTotal": ms.HeapSys, "heapUsed": ms.HeapAlloc,
+			"external": 0, "arrayBuffers": 0},
+		"cpu": map[string]int{"user": 0, "system": 0},
+	})
+}
+
+// promWriter writes the Prometheus text exposition format.
+type promWriter struct {
+	b strings.Builder
+}
+
+// family writes the HELP and TYPE lines of a metric family.
+func (p *promWriter) family(name, typ, help string) {
+	fmt.Fprintf(&p.b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+}
+
+// sample writes one sample; labels are name, value pairs.
+func (p *promWriter) sample(name string, v float64, labels ...string) {
+	p.b.WriteString(name)
+	if len(labels) > 0 {
+		p.b.WriteByte('{')
+		for i := 0; i+1 < len(labels); i += 2 {
+			if i > 0 {
+				p.b.WriteByte(',')
+			}
+			p.b.WriteString(labels[i])
+			p.b.WriteString(`="`)
+			p.b.WriteString(escapeLabel(labels[i+1]))
+			p.b.WriteByte('"')
+		}
+		p.b.WriteByte('}')
+	}
+	p.b.WriteByte(' ')
+	p.b.WriteString(strconv.FormatFloat(v, 'g', -1, 64))
+	p.b.WriteByte('\n')
+}
+
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+func escapeLabel(s string) string { return labelEscaper.Replace(s) }
+
+// prometheus serves GET /metrics/prometheus: counters since the broker
+// opened and gauges of every queue and consumer group.
+func (h *handler) prometheus(w http.ResponseWriter, r *http.Request) {
+	queues, err := h.b.ListQueues(r.Context())
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	groups, err := h.b.ListGroups(r.Context(), "")
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	c := h.b.Counters()
+	var p promWriter
+	counter := func(name, help string, v int64) {
+		p.family(name, "counter", help)
+		p.sample(name, float64(v))
+	}
+	counter("queen_messages_pushed_total", "Messages queued by pushes since the broker opened.", c.Pushed)
+	counter("queen_messages_popped_total", "Messages delivered by pops since the broker opened.", c.Popped)
+	p.family("queen_messages_acked_total", "counter", "Ack items accepted since the broker opened, by status.")
+	statuses := make([]string, 0, len(c.Acked))
+	for st := range c.Acked {
+		statuses = append(statuses, string(st))
+	}
+	sort.Strings(statuses)
+	for _, st := range statuses {
+		p.sample("queen_messages_acked_total", float64(c.Acked[queen.AckStatus(st)]), "status", st)
+	}
+	counter("queen_messages_dead_lettered_total", "Messages moved to the dead-letter store since the broker opened.", c.DeadLettered)
+	counter("queen_messages_parked_total", "Messages moved to the parked store since the broker opened.", c.Parked)
+	counter("queen_lease_renewals_total", "Lease renewals since the broker opened.", c.LeasesRenew)
+	counter("queen_lease_expirations_total", "Leases that ran out since the broker opened.", c.LeasesExpire)
+
+	parts := 0
+	for i := range queues {
+		parts += queues[i].PartitionN
+	}
+	p.family("queen_queues", "gauge", "Queues.")
+	p.sample("queen_queues", float64(len(queues)))
+	p.family("queen_partitions", "gauge", "Partitions over all queues.")
+	p.sample("queen_partitions", float64(parts))
+
+	leases := make(map[string]int)
+	for _, g := range groups {
+		leases[g.Queue] += g.ActiveLeases
+	}
+	perQueue := []struct {
+		name, help string
+		v          func(*queen.QueueStats) float64
+	}{
+		{"queen_queue_messages", "Retained messages of a queue.", func(q *queen.QueueStats) float64 { return float64(q.Messages) }},
+		{"queen_queue_pending_messages", "Messages of a queue its slowest group has not settled.", func(q *queen.QueueStats) float64 { return float64(q.Pending) }},
+		{"queen_queue_inflight_messages", "Messages of a queue under live leases.", func(q *queen.QueueStats) float64 { return float64(q.InFlight) }},
+		{"queen_queue_leases_active", "Partitions of a queue under a live lease, over all groups.", func(q *queen.QueueStats) float64 { return float64(leases[q.Name]) }},
+		{"queen_queue_partitions", "Partitions of a queue.", func(q *queen.QueueStats) float64 { return float64(q.PartitionN) }},
+		{"queen_dlq_depth", "Dead letters of a queue.", func(q *queen.QueueStats) float64 { return float64(q.DeadLetters) }},
+		{"queen_parked_depth", "Parked messages of a queue.", func(q *queen.QueueStats) float64 { return float64(q.Parked) }},
+	}
+	for _, m := range perQueue {
+		p.family(m.name, "gauge", m.help)
+		for i := range queues {
+			p.sample(m.name, m.v(&queues[i]), "queue", queues[i].Name)
+		}
+	}
+	now := time.Now()
+	p.family("queen_consumer_lag_messages", "gauge", "Messages a consumer group has yet to read on a queue.")
+	for _, g := range groups {
+		p.sample("queen_consumer_lag_messages", float64(g.Lag), "queue", g.Queue, "group", g.Group)
+	}
+	p.family("queen_consumer_lag_seconds", "gauge", "Age of the oldest message a consumer group has not settled on a queue.")
+	for _, g := range groups {
+		p.sample("queen_consumer_lag_seconds", float64(lagSeconds(g.OldestPendingAt, now)), "queue", g.Queue, "group", g.Group)
+	}
+	p.family("queen_consumer_inflight_messages", "gauge", "Messages leased to a consumer group on a queue.")
+	for _, g := range groups {
+		p.sample("queen_consumer_inflight_messages", float64(g.InFlight), "queue", g.Queue, "group", g.Group)
+	}
+	p.family("queen_uptime_seconds", "gauge", "Seconds since the HTTP API started.")
+	p.sample("queen_uptime_seconds", float64(int64(time.Since(h.started).Seconds())))
+
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(p.b.String()))
+}

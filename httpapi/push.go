@@ -1,0 +1,317 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/queenlite/queen"
+)
+
+// pushResult is one element of the push reply. Queen writes the
+// transaction id in snake_case; Queen's Go client reads it in camelCase,
+// so both are written.
+type pushResult struct {
+	Index         int        `json:"index"`
+	TransactionID string     `json:"transaction_id"`
+	TxID          string     `json:"transactionId"`
+	Status        string     `json:"status"`
+	MessageID     nullString `json:"message_id"`
+	PartitionID   nullString `json:"partition_id"`
+	TraceID       nullString `json:"trace_id"`
+	QueueName     string     `json:"queueName"`
+	Partition     string     `json:"partition"`
+	Offset        *int64     `json:"offset,omitempty"`
+	Error         string     `json:"error,omitempty"`
+}
+
+// parsePushItem reads one push item. In a transaction the payload
+// defaults to {} and may be sent as "data".
+func parsePushItem(f *fields, inTx bool) queen.PushItem {
+	var it queen.PushItem
+	if !f.has("queue") {
+		f.fail("%squeue is required", f.path)
+	}
+	it.Queue = f.str("queue")
+	if f.present("partition") && !f.has("partition") {
+		f.fail("%spartition must be a string", f.path)
+	}
+	it.Partition = f.str("partition")
+	it.TransactionID = f.str("transactionId")
+	it.TraceID = f.str("traceId")
+	it.Namespace = f.str("namespace")
+	it.Task = f.str("task")
+	switch {
+	case f.present("payload"):
+		it.Payload = f.raw("payload")
+	case inTx && f.present("data"):
+		it.Payload = f.raw("data")
+	case inTx:
+		it.Payload = json.RawMessage("{}")
+	}
+	if f.err != nil {
+		return it
+	}
+	for _, c := range []struct {
+		field, v string
+		req      bool
+	}{
+		{"queue", it.Queue, true}, {"partition", it.Partition, false}, {"transactionId", it.TransactionID, false},
+		{"namespace", it.Namespace, false}, {"task", it.Task, false},
+	} {
+		check := checkLabel
+		if c.req {
+			check = checkName
+		}
+		if err := check(f.path+c.field, c.v); err != nil {
+			f.err = err
+			return it
+		}
+	}
+	if it.TraceID != "" {
+		if err := checkUUID(f.path+"traceId", it.TraceID); err != nil {
+			f.err = err
+		}
+	}
+	return it
+}
+
+// push serves POST /api/v1/push.
+func (h *handler) push(w http.ResponseWriter, r *http.Request) {
+	f, err := h.readBody(w, r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	elems, ok := f.array("items")
+	if !ok || f.err != nil {
+		h.writeError(w, r, badRequest("items array is required"))
+		return
+	}
+	items := make([]queen.PushItem, len(elems))
+	for i, raw := range elems {
+		it := f.elem(raw, fmt.Sprintf("items[%d]", i))
+		if f.err != nil {
+			h.writeError(w, r, f.err)
+			return
+		}
+		items[i] = parsePushItem(it, false)
+		if it.err != nil {
+			h.writeError(w, r, it.err)
+			return
+		}
+	}
+	out := make([]pushResult, 0, len(items))
+	if len(items) > 0 {
+		res, err := h.b.Push(r.Context(), items)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		for i := range res {
+			out = append(out, h.pushResultJSON(r, i, &res[i]))
+		}
+	}
+	writeJSON(w, http.StatusCreated, out)
+}
+
+func (h *handler) pushResultJSON(r *http.Request, i int, res *queen.PushResult) pushResult {
+	pr := pushResult{Index: i, TransactionID: res.TransactionID, TxID: res.TransactionID, Status: string(res.Status),
+		QueueName: res.Queue, Partition: res.Partition}
+	switch res.Status {
+	case queen.PushQueued, queen.PushDuplicate:
+		off := res.Offset
+		pr.Offset = &off
+		pr.MessageID, pr.PartitionID, pr.TraceID = nullString(res.MessageID), nullString(res.PartitionID), nullString(res.TraceID)
+	default:
+		pr.Error = "internal error"
+		if errors.Is(res.Err, queen.ErrQueueFull) {
+			pr.Error = "queue full"
+		} else {
+			h.log.Error("httpapi: push item failed", "path", r.URL.Path, "queue", res.Queue, "err", res.Err)
+		}
+	}
+	return pr
+}
+
+// txResult is one operation of the transaction reply.
+type txResult struct {
+	Index         int        `json:"index"`
+	Type          string     `json:"type"`
+	Success       bool       `json:"success"`
+	TransactionID string     `json:"transactionId"`
+	Error         nullString `json:"error"`
+	// ack
+	DLQ *bool `json:"dlq,omitempty"`
+	// push
+	Status      string `json:"status,omitempty"`
+	MessageID   string `json:"messageId,omitempty"`
+	PartitionID string `json:"partitionId,omitempty"`
+	QueueName   string `json:"queueName,omitempty"`
+	Offset      *int64 `json:"offset,omitempty"`
+}
+
+// txReply is the transaction reply; error is absent on success.
+type txReply struct {
+	TransactionID string     `json:"transactionId"`
+	Success       bool       `json:"success"`
+	Error         string     `json:"error,omitempty"`
+	Results       []txResult `json:"results"`
+}
+
+// parseAckFields reads an ack item (of /ack or a transaction) with the
+// given messages for missing ids.
+func parseAckFields(f *fields, missingTx, missingPart string) queen.AckItem {
+	var it queen.AckItem
+	if kind(f.raw("transactionId")) != '"' {
+		f.fail("%s", missingTx)
+		return it
+	}
+	if kind(f.raw("partitionId")) != '"' {
+		f.fail("%s", missingPart)
+		return it
+	}
+	it.TransactionID = f.str("transactionId")
+	it.PartitionID = f.str("partitionId")
+	it.Status = queen.AckStatus(f.str("status"))
+	it.Group = f.str("consumerGroup")
+	it.LeaseID = f.str("leaseId")
+	it.Error = f.str("error")
+	if f.err != nil {
+		return it
+	}
+	switch {
+	case it.TransactionID == "":
+		f.fail("%s", missingTx)
+	case it.PartitionID == "":
+		f.fail("%s", missingPart)
+	}
+	for _, err := range []error{
+		checkLabel(f.path+"transactionId", it.TransactionID),
+		checkUUID(f.path+"partitionId", it.PartitionID),
+		checkLabel(f.path+"consumerGroup", it.Group),
+		checkLabel(f.path+"status", string(it.Status)),
+	} {
+		if err != nil && f.err == nil {
+			f.err = err
+		}
+	}
+	if it.LeaseID != "" && f.err == nil {
+		f.err = checkUUID(f.path+"leaseId", it.LeaseID)
+	}
+	return it
+}
+
+// transaction serves POST /api/v1/transaction.
+func (h *handler) transaction(w http.ResponseWriter, r *http.Request) {
+	f, err := h.readBody(w, r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	elems, ok := f.array("operations")
+	if !ok || f.err != nil {
+		h.writeError(w, r, badRequest("operations array required"))
+		return
+	}
+	if len(elems) == 0 {
+		h.writeError(w, r, badRequest("operations array cannot be empty"))
+		return
+	}
+	var ops []queen.TxOp
+	var types []string
+	for i, raw := range elems {
+		path := fmt.Sprintf("operations[%d]", i)
+		op := f.elem(raw, path)
+		typ := op.str("type")
+		switch {
+		case f.err != nil:
+		case op.err != nil:
+			f.err = op.err
+		case typ == "ack":
+			it := parseAckFields(op, path+".transactionId is required", path+".partitionId is required")
+			ops, types = append(ops, queen.TxOp{Ack: &it}), append(types, "ack")
+		case typ == "push" && op.present("items"):
+			items, _ := op.array("items")
+			for j, raw := range items {
+				itf := op.elem(raw, fmt.Sprintf("%s.items[%d]", path, j))
+				if op.err != nil {
+					break
+				}
+				it := parsePushItem(itf, true)
+				if itf.err != nil {
+					op.err = itf.err
+					break
+				}
+				ops, types = append(ops, queen.TxOp{Push: &it}), append(types, "push")
+			}
+		case typ == "push":
+			it := parsePushItem(op, true)
+			ops, types = append(ops, queen.TxOp{Push: &it}), append(types, "push")
+		case typ == "":
+			op.fail("%s.type is required", path)
+		default:
+			op.fail("Unknown operation type: %s", typ)
+		}
+		if f.err == nil && op.err != nil {
+			f.err = op.err
+		}
+		if f.err != nil {
+			h.writeError(w, r, f.err)
+			return
+		}
+	}
+	if len(ops) == 0 {
+		h.writeError(w, r, badRequest("operations array cannot be empty"))
+		return
+	}
+	res, err := h.b.ExecTransaction(r.Context(), ops)
+	var te *queen.TransactionError
+	switch {
+	case errors.As(err, &te) && res != nil:
+		reply := txReply{TransactionID: res.ID, Error: txErrorText(ops, te), Results: []txResult{}}
+		for i := range res.Results {
+			tr := txResult{Index: i, Type: types[i]}
+			if a := res.Results[i].Ack; a != nil {
+				tr.TransactionID, tr.Error = a.TransactionID, nullString(ackErrorText(a.Err))
+				dlq := false
+				tr.DLQ = &dlq
+			} else if ops[i].Push != nil {
+				tr.TransactionID = ops[i].Push.TransactionID
+			}
+			reply.Results = append(reply.Results, tr)
+		}
+		writeJSON(w, http.StatusOK, reply)
+		return
+	case err != nil:
+		h.writeError(w, r, err)
+		return
+	}
+	reply := txReply{TransactionID: res.ID, Success: true, Results: make([]txResult, 0, len(res.Results))}
+	for i, or := range res.Results {
+		tr := txResult{Index: i, Type: types[i], Success: true}
+		switch {
+		case or.Ack != nil:
+			dlq := or.Ack.DeadLettered
+			tr.TransactionID, tr.DLQ = or.Ack.TransactionID, &dlq
+		case or.Push != nil:
+			p := h.pushResultJSON(r, i, or.Push)
+			tr.TransactionID, tr.Status, tr.MessageID = p.TransactionID, p.Status, string(p.MessageID)
+			tr.PartitionID, tr.QueueName, tr.Offset = string(p.PartitionID), p.QueueName, p.Offset
+			if p.Error != "" {
+				tr.Success, tr.Error = false, nullString(p.Error)
+			}
+		}
+		reply.Results = append(reply.Results, tr)
+	}
+	writeJSON(w, http.StatusOK, reply)
+}
+
+// txErrorText is Queen's reason for an aborted transaction.
+func txErrorText(ops []queen.TxOp, te *queen.TransactionError) string {
+	if te.Index >= 0 && te.Index < len(ops) && ops[te.Index].Ack != nil {
+		return "ACK operation failed: " + ackErrorText(te.Err)
+	}
+	return "transaction aborted: " + ackErrorText(te.Err)
+}
