@@ -1,0 +1,454 @@
+// Command compare runs queen side by side with NATS JetStream (embedded,
+// file storage) and raw Badger, and prints one table.
+//
+//	cd bench && go run ./cmd/compare -quick
+//
+// Every measurement runs in its own child process (this binary, re-run
+// with -child), so that each row's peak RSS is its own; systems alternate
+// within each scenario and round so that machine drift hits all of them.
+// Results are verified (counts, exactly-once, order where it applies): a
+// wrong result makes the run fail, a slow one never does.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type config struct {
+	quick       bool
+	n           int
+	backlog     int
+	orderN      int
+	payload     int
+	producers   []int
+	producers2  []int
+	pushBatch   int
+	partitions  int
+	groups      int
+	consumers   int
+	orderWork   int
+	orderKeys   int
+	batch       int
+	idle        int
+	rate        int
+	latTime     time.Duration
+	maxTime     time.Duration
+	rounds      int
+	durability  []bool // sync?
+	scenarios   map[string]bool
+	systems     map[string]bool
+	dir         string
+	keep        bool
+	profile     string
+	jsDedup     bool
+	childLimit  time.Duration
+	out         string
+	verbose     bool
+	badgerMem   int
+	badgerMems  int
+	badgerCache int
+}
+
+func main() {
+	child := flag.String("child", "", "internal: run one job (JSON) and report")
+	var c config
+	flag.BoolVar(&c.quick, "quick", false, "small sizes and short time caps (under a minute); for CI smoke runs")
+	flag.IntVar(&c.n, "n", 0, "messages per push row (default 200000; quick 20000)")
+	flag.IntVar(&c.backlog, "backlog", 0, "preloaded backlog for scenarios 3 and 4 (default 1000000; quick 50000)")
+	flag.IntVar(&c.orderN, "order-n", 0, "messages in scenario 5 (default 200000; quick 20000)")
+	flag.IntVar(&c.payload, "payload", 256, "payload size in bytes")
+	prods := flag.String("producers", "1,64", "concurrent producers for scenario 1 (comma list)")
+	prods2 := flag.String("producers-batch", "1,4", "concurrent producers for scenario 2 (comma list)")
+	flag.IntVar(&c.pushBatch, "push-batch", 100, "messages per call in scenario 2")
+	flag.IntVar(&c.partitions, "partitions", 10, "partitions (JetStream: subjects) messages are spread over")
+	flag.IntVar(&c.groups, "groups", 10, "consumer groups in scenario 4")
+	flag.IntVar(&c.consumers, "consumers", 4, "concurrent consumers in scenarios 3, 6 and 7")
+	flag.IntVar(&c.orderWork, "order-workers", 16, "workers in scenario 5")
+	flag.IntVar(&c.orderKeys, "order-keys", 1000, "keys (partitions) in scenario 5")
+	flag.IntVar(&c.batch, "batch", 100, "pop / fetch batch")
+	flag.IntVar(&c.idle, "idle", 0, "idle partitions in scenario 6 (default 100000; quick 20000)")
+	flag.IntVar(&c.rate, "rate", 2000, "offered load of scenario 7, msgs/s")
+	flag.DurationVar(&c.latTime, "latency-time", 0, "duration of scenario 7 (default 10s; quick 2s)")
+	flag.DurationVar(&c.maxTime, "max-time", 0, "time cap of one measured phase (default 10s; quick 1s); a capped row measures what it did")
+	flag.IntVar(&c.rounds, "rounds", 0, "rounds per row, systems alternating; the median is reported (default 3; quick 1)")
+	dur := flag.String("durability", "both", "sync (fsync per commit; JetStream sync_interval: always), nosync (JetStream default), or both")
+	scen := flag.String("scenarios", "1,2,3,4,5,6,7,8", "scenarios to run")
+	sys := flag.String("systems", "queen,jetstream,badger,http", "systems to run (http: scenario 8 through httpapi)")
+	flag.StringVar(&c.dir, "dir", "", "work directory (default: a new temporary directory)")
+	flag.BoolVar(&c.keep, "keep", false, "keep the work directory")
+	flag.StringVar(&c.profile, "profile", "", "write CPU and alloc profiles of every measured phase to this directory")
+	flag.BoolVar(&c.jsDedup, "js-dedup", false, "give every JetStream publish a Nats-Msg-Id, as queen always deduplicates by transaction id")
+	flag.DurationVar(&c.childLimit, "child-timeout", 10*time.Minute, "kill a measurement that runs longer")
+	flag.StringVar(&c.out, "out", "", "also write the table (markdown) to this file")
+	flag.BoolVar(&c.verbose, "v", false, "log every measurement")
+	flag.IntVar(&c.badgerMem, "badger-memtable-mb", 0, "experiment: Badger MemTableSize for queen (via OpenDB) and raw Badger; 0 = queen.Open's")
+	flag.IntVar(&c.badgerMems, "badger-memtables", 0, "experiment: Badger NumMemtables; 0 = queen.Open's")
+	flag.IntVar(&c.badgerCache, "badger-cache-mb", -1, "experiment: Badger BlockCacheSize in MB; -1 = queen.Open's")
+	flag.Parse()
+	if *child != "" {
+		runChild(*child)
+		return
+	}
+	var err error
+	if c.producers, err = intList(*prods); err != nil {
+		fatal(err)
+	}
+	if c.producers2, err = intList(*prods2); err != nil {
+		fatal(err)
+	}
+	switch *dur {
+	case "both":
+		c.durability = []bool{true, false}
+	case "sync":
+		c.durability = []bool{true}
+	case "nosync":
+		c.durability = []bool{false}
+	default:
+		fatal(fmt.Errorf("-durability: want sync, nosync or both, not %q", *dur))
+	}
+	c.scenarios = set(*scen)
+	c.systems = set(*sys)
+	c.defaults()
+	if err := run(&c); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		os.Exit(1)
+	}
+}
+
+func (c *config) defaults() {
+	pick := func(v *int, full, quick int) {
+		if *v == 0 {
+			*v = full
+			if c.quick {
+				*v = quick
+			}
+		}
+	}
+	pickD := func(v *time.Duration, full, quick time.Duration) {
+		if *v == 0 {
+			*v = full
+			if c.quick {
+				*v = quick
+			}
+		}
+	}
+	pick(&c.n, 200000, 20000)
+	pick(&c.backlog, 1000000, 50000)
+	pick(&c.orderN, 200000, 20000)
+	pick(&c.idle, 100000, 20000)
+	pick(&c.rounds, 3, 1)
+	pickD(&c.latTime, 10*time.Second, 2*time.Second)
+	pickD(&c.maxTime, 10*time.Second, time.Second)
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(2)
+}
+
+func intList(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		v, err := strconv.Atoi(f)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("bad count %q", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func set(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			m[f] = true
+		}
+	}
+	return m
+}
+
+func durName(sync bool) string {
+	if sync {
+		return "fsync"
+	}
+	return "no-fsync"
+}
+
+// row is one line group of the table: one scenario variant at one
+// durability, measured on several systems.
+type row struct {
+	scen    string // "1".."8"
+	title   string
+	sync    bool
+	systems []string
+	job     Job
+	// preload names the shared backlog the row reads (scenarios 3, 4).
+	preload bool
+	latency bool // rank rounds by p99, not throughput
+	note    string
+	results map[string][]Result
+	errs    []string
+	pending string
+}
+
+func (c *config) rows() []*row {
+	var rows []*row
+	base := Job{Payload: c.payload, Partitions: c.partitions, Consumers: c.consumers, Groups: c.groups, Batch: c.batch, MaxTime: c.maxTime, JSDedup: c.jsDedup,
+		BadgerMemMB: c.badgerMem, BadgerMemtables: c.badgerMems, BadgerCacheMB: c.badgerCache}
+	add := func(scen, title string, sync bool, systems []string, j Job, mod func(r *row)) {
+		if !c.scenarios[scen] {
+			return
+		}
+		var sys []string
+		for _, s := range systems {
+			if c.systems[s] || (s == "queen" && c.systems["queen"]) {
+				sys = append(sys, s)
+			}
+		}
+		if len(sys) == 0 {
+			return
+		}
+		j.Sync = sync
+		r := &row{scen: scen, title: title, sync: sync, systems: sys, job: j, results: map[string][]Result{}}
+		if mod != nil {
+			mod(r)
+		}
+		rows = append(rows, r)
+	}
+	all := []string{"queen", "jetstream", "badger"}
+	brokers := []string{"queen", "jetstream"}
+	for _, sync := range c.durability {
+		for _, p := range c.producers {
+			j := base
+			j.Kind, j.N, j.Batch, j.Producers = "push", c.n, 1, p
+			add("1", fmt.Sprintf("push 1/call, %d producer(s)", p), sync, all, j, nil)
+		}
+	}
+	for _, sync := range c.durability {
+		for _, p := range c.producers2 {
+			j := base
+			j.Kind, j.N, j.Batch, j.Producers = "push", c.n, c.pushBatch, p
+			add("2", fmt.Sprintf("push %d/call, %d producer(s)", c.pushBatch, p), sync, all, j, nil)
+		}
+	}
+	for _, sync := range c.durability {
+		j := base
+		j.Kind, j.N = "drain", c.backlog
+		add("3", fmt.Sprintf("drain %d, 1 group, %d consumers, batch %d", c.backlog, c.consumers, c.batch), sync, brokers, j, func(r *row) { r.preload = true })
+	}
+	for _, sync := range c.durability {
+		j := base
+		j.Kind, j.N = "fanout", c.backlog
+		add("4", fmt.Sprintf("fan-out %d to %d groups", c.backlog, c.groups), sync, brokers, j, func(r *row) { r.preload = true })
+	}
+	for _, sync := range c.durability {
+		j := base
+		j.Kind, j.N, j.Partitions, j.Consumers = "order", c.orderN, c.orderKeys, c.orderWork
+		add("5", fmt.Sprintf("per-key order, %d keys, %d workers", c.orderKeys, c.orderWork), sync, brokers, j, nil)
+	}
+	// Scenario 6 is about memory and CPU, not the disk: one durability.
+	idleSync := !slices.Contains(c.durability, false)
+	{
+		j := base
+		j.Kind, j.N, j.Idle = "idle", c.backlog/2, 0
+		add("6", fmt.Sprintf("pop/ack %d over %d busy partitions alone", j.N, c.partitions), idleSync, []string{"queen"}, j, nil)
+		j.Idle = c.idle
+		add("6", fmt.Sprintf("same, beside %d idle partitions", c.idle), idleSync, []string{"queen"}, j, nil)
+	}
+	for _, sync := range c.durability {
+		j := base
+		j.Kind, j.Rate, j.Consumers, j.Producers = "latency", c.rate, 2, 8
+		j.N = int(float64(c.rate) * c.latTime.Seconds())
+		j.MaxTime = c.latTime
+		add("7", fmt.Sprintf("push→handler at %d msg/s", c.rate), sync, brokers, j, func(r *row) { r.latency = true })
+	}
+	for _, sync := range c.durability {
+		j := base
+		j.Kind, j.N, j.Batch, j.Producers = "httppush", c.n, 1, 4
+		add("8", "HTTP push 1/call, 4 clients vs in-process", sync, []string{"queen", "http"}, j, nil)
+		j.Kind, j.N, j.Batch = "httppop", c.backlog/2, c.batch
+		add("8", fmt.Sprintf("pop+ack %d, batch %d, %d consumers, HTTP vs in-process", j.N, c.batch, c.consumers), sync, []string{"queen", "http"}, j, nil)
+	}
+	return rows
+}
+
+func run(c *config) error {
+	root := c.dir
+	if root == "" {
+		var err error
+		if root, err = os.MkdirTemp("", "queen-bench-"); err != nil {
+			return err
+		}
+	}
+	if !c.keep {
+		defer os.RemoveAll(root)
+	}
+	if c.profile != "" {
+		if err := os.MkdirAll(c.profile, 0o755); err != nil {
+			return err
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	rows := c.rows()
+	start := time.Now()
+	logf("queen bench: %d rows, %d round(s), work dir %s, GOMAXPROCS %d", len(rows), c.rounds, root, runtime.GOMAXPROCS(0))
+	preloaded := map[string]string{} // system -> dir
+	preloadInfo := map[string]Result{}
+	var failures []string
+	for ri, r := range rows {
+		if r.pending != "" {
+			continue
+		}
+		if r.preload {
+			for _, s := range r.systems {
+				if preloaded[s] != "" {
+					continue
+				}
+				dir := filepath.Join(root, "backlog-"+s)
+				j := r.job
+				j.Kind, j.System, j.Dir, j.Sync, j.Producers, j.Batch, j.MaxTime = "preload", s, dir, false, 2, 1000, 0
+				res, err := runOne(exe, c, &j, "preload-"+s)
+				if err != nil {
+					failures = append(failures, fmt.Sprintf("preload %s: %v", s, err))
+					r.errs = append(r.errs, "preload failed")
+					continue
+				}
+				preloaded[s] = dir
+				preloadInfo[s] = res
+				logf("  preload %s: %d msgs at %.0f msg/s (push 1000/call, no fsync)", s, res.Msgs, res.rate())
+			}
+		}
+		for round := range c.rounds {
+			order := slices.Clone(r.systems)
+			k := (round + ri) % len(order)
+			order = append(order[k:], order[:k]...)
+			for _, s := range order {
+				j := r.job
+				j.System = s
+				j.Tag = fmt.Sprintf("r%d%s", round, durName(r.sync))
+				if r.preload {
+					if preloaded[s] == "" {
+						continue
+					}
+					j.Dir = preloaded[s]
+				} else {
+					j.Dir = filepath.Join(root, fmt.Sprintf("row%02d-%s-r%d", ri, s, round))
+				}
+				name := fmt.Sprintf("s%s-%s-%s-row%02d-r%d", r.scen, s, durName(r.sync), ri, round)
+				res, err := runOne(exe, c, &j, name)
+				if !r.preload && !c.keep {
+					os.RemoveAll(j.Dir)
+				}
+				if err != nil {
+					failures = append(failures, fmt.Sprintf("scenario %s %q %s %s: %v", r.scen, r.title, durName(r.sync), s, err))
+					r.errs = append(r.errs, s+": "+err.Error())
+					continue
+				}
+				r.results[s] = append(r.results[s], res)
+				if c.verbose {
+					logf("  %s: %d msgs in %.2fs = %.0f msg/s p50 %.3f p99 %.3f ms rss %d MB%s", name, res.Msgs, res.Seconds, res.rate(), res.P50, res.P99, res.RSSKB>>10, cappedNote(res))
+				}
+			}
+		}
+	}
+	table := renderTable(c, rows, preloadInfo)
+	fmt.Print(table)
+	logf("total %.1fs", time.Since(start).Seconds())
+	if c.out != "" {
+		if err := os.WriteFile(c.out, []byte(table), 0o644); err != nil {
+			return err
+		}
+	}
+	if len(failures) > 0 {
+		return errors.New(strings.Join(failures, "\n  "))
+	}
+	return nil
+}
+
+func cappedNote(r Result) string {
+	if r.Capped {
+		return " (time-capped)"
+	}
+	return ""
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
+
+// runOne runs j in a child process and returns its result with its peak RSS.
+func runOne(exe string, c *config, j *Job, name string) (Result, error) {
+	if c.profile != "" && j.Kind != "preload" {
+		j.Profile = filepath.Join(c.profile, name)
+	}
+	spec, _ := json.Marshal(j)
+	// Write back what earlier jobs left dirty, so that it does not queue
+	// in front of this job's fsyncs.
+	syscall.Sync()
+	ctx, cancel := context.WithTimeout(context.Background(), c.childLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, "-child", string(spec))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return Result{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return Result{}, err
+	}
+	var res Result
+	found := false
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, resultMarker); ok {
+			found = json.Unmarshal([]byte(rest), &res) == nil
+		}
+	}
+	_, _ = io.Copy(io.Discard, out)
+	werr := cmd.Wait()
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && cmd.ProcessState != nil {
+		res.RSSKB = ru.Maxrss
+	}
+	switch {
+	case ctx.Err() != nil:
+		return res, fmt.Errorf("timed out after %s", c.childLimit)
+	case !found:
+		return res, fmt.Errorf("no result (%v): %s", werr, tail(stderr.String(), 2000))
+	case res.Err != "":
+		return res, errors.New(res.Err)
+	}
+	return res, nil
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+)
+
+// median picks the middle round: by throughput, or by p99 for latency rows.
+func median(rs []Result, latency bool) (Result, int64) {
+	s := slices.Clone(rs)
+	slices.SortFunc(s, func(a, b Result) int {
+		if latency {
+			return cmpF(a.P99, b.P99)
+		}
+		return cmpF(a.rate(), b.rate())
+	})
+	var rss int64
+	for _, r := range rs {
+		rss = max(rss, r.RSSKB)
+	}
+	return s[len(s)/2], rss
+}
+
+func cmpF(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func fmtRate(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v > 0:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return "-"
+}
+
+func fmtMS(v float64) string {
+	switch {
+	case v <= 0:
+		return "-"
+	case v < 1:
+		return fmt.Sprintf("%.3f", v)
+	case v < 100:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+var sysLabel = map[string]string{
+	"queen":     "queen",
+	"jetstream": "JetStream",
+	"badger":    "raw Badger",
+	"http":      "queen over HTTP",
+}
+
+func renderTable(c *config, rows []*row, preload map[string]Result) string {
+	var b strings.Builder
+	mode := "full"
+	if c.quick {
+		mode = "quick"
+	}
+	fmt.Fprintf(&b, "\nqueen bench (%s): %s/%s, %d CPUs, GOMAXPROCS %d, %s; payload %d B; %d round(s) per row, median shown\n\n",
+		mode, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), c.payload, c.rounds)
+	b.WriteString("| # | scenario | durability | system | msgs/s | p50 ms | p99 ms | peak RSS MB | ours/peer | notes |\n")
+	b.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|---|\n")
+	var alone *row
+	for _, r := range rows {
+		if r.pending != "" {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | - | - | - | - | - | %s |\n", r.scen, r.title, durName(r.sync), strings.Join(labels(r.systems), ", "), r.pending)
+			continue
+		}
+		ours, haveOurs := Result{}, false
+		if rs := r.results["queen"]; len(rs) > 0 {
+			ours, _ = median(rs, r.latency)
+			haveOurs = true
+		}
+		if r.scen == "6" && r.job.Idle == 0 {
+			alone = r
+		}
+		for _, s := range r.systems {
+			rs := r.results[s]
+			if len(rs) == 0 {
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | - | - | - | - | - | FAILED |\n", r.scen, r.title, durName(r.sync), sysLabel[s])
+				continue
+			}
+			m, rss := median(rs, r.latency)
+			ratio, notes := "", []string{}
+			switch {
+			case r.scen == "8" && s == "http" && haveOurs:
+				ratio = fmt.Sprintf("%.2f (HTTP/in-process)", m.rate()/ours.rate())
+			case r.latency && s != "queen" && haveOurs && m.P99 > 0:
+				ratio = fmt.Sprintf("%.2f (p99 ours/peer, lower is better)", ours.P99/m.P99)
+			case s != "queen" && s != "http" && haveOurs && m.rate() > 0:
+				ratio = fmt.Sprintf("%.2f", ours.rate()/m.rate())
+			case r.scen == "6" && r.job.Idle > 0 && alone != nil && len(alone.results["queen"]) > 0:
+				a, _ := median(alone.results["queen"], false)
+				ratio = fmt.Sprintf("%.2f (vs alone)", m.rate()/a.rate())
+				perLive := float64(m.HeapLive-a.HeapLive) / float64(r.job.Idle)
+				perReopen := float64(m.HeapReopen-a.HeapReopen) / float64(r.job.Idle)
+				notes = append(notes, fmt.Sprintf("heap per idle partition: %.0f B live, %.0f B after reopen", perLive, perReopen))
+			}
+			if r.latency {
+				notes = append(notes, fmt.Sprintf("p999 %s ms", fmtMS(m.P999)))
+			}
+			if m.PeakHeap > 0 {
+				notes = append(notes, fmt.Sprintf("Go heap peak %d MB", m.PeakHeap>>20))
+			}
+			if m.Capped {
+				notes = append(notes, fmt.Sprintf("time-capped: %d msgs in %.1fs", m.Msgs, m.Seconds))
+			}
+			p50, p99 := m.P50, m.P99
+			if r.scen == "3" || r.scen == "4" || r.scen == "5" || r.scen == "6" {
+				p50, p99 = 0, 0
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %d | %s | %s |\n",
+				r.scen, r.title, durName(r.sync), sysLabel[s], fmtRate(m.rate()), fmtMS(p50), fmtMS(p99), m.RSSKB>>10, ratio, strings.Join(notes, "; "))
+			_ = rss
+		}
+		if len(r.errs) > 0 {
+			fmt.Fprintf(&b, "| %s | %s | %s | errors | | | | | | %s |\n", r.scen, r.title, durName(r.sync), strings.ReplaceAll(strings.Join(r.errs, "; "), "|", "/"))
+		}
+	}
+	b.WriteString(`
+- ours/peer: queen's msgs/s over the peer's, same scenario and durability (≥ 1 means queen is faster); latency rows compare p99.
+- fsync: queen SyncEveryCommit (group commit: one fsync per storage transaction); JetStream sync_interval: always; raw Badger db.Sync() after each WriteBatch.
+  no-fsync: queen SyncNever; JetStream's default (fsync every 2 min); raw Badger without Sync.
+- JetStream: embedded nats-server, file storage, one stream, subjects bench.p<k> for partitions, nats.go client connected in process (no socket).
+  Push 1/call = synchronous Publish; push N/call = N PublishAsync then wait for every ack. No Nats-Msg-Id unless -js-dedup (queen always deduplicates).
+  Drain/fan-out = durable pull consumers, Fetch(batch), explicit ack: Ack each message, DoubleAck the last of the fetch.
+  JetStream persists consumer ack state asynchronously (about 10 writes/s per consumer) even with sync_interval: always; queen's acks are fsynced with the fsync setting.
+- Scenario 5 on JetStream: order is per consumer, not per subject across consumers, so keys are sharded statically over one filtered durable consumer per worker (subject bench.o.<shard>.<key>).
+- Scenario 3/4 p50/p99 are not measured (throughput only). Push rows: latency is per call. Scenario 7: open loop, from the scheduled send time to the handler.
+- Raw Badger writes the broker's bytes for each message (record + dedup-index entry) with the broker's Badger options: the storage engine's limit for push.
+`)
+	if len(preload) > 0 {
+		b.WriteString("- Backlog preload (push 1000/call, 2 producers, no fsync, not in the table):")
+		for _, s := range []string{"queen", "jetstream"} {
+			if p, ok := preload[s]; ok {
+				fmt.Fprintf(&b, " %s %.0f msg/s;", sysLabel[s], p.rate())
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func labels(s []string) []string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = sysLabel[v]
+	}
+	return out
+}
