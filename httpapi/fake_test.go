@@ -26,8 +26,10 @@ type failing struct{ err error }
 
 var _ httpapi.Broker = failing{}
 
-func (f failing) Push(context.Context, []queen.PushItem) ([]queen.PushResult, error) { return nil, f.err }
-func (f failing) Pop(context.Context, queen.PopRequest) (*queen.PopResult, error)     { return nil, f.err }
+func (f failing) Push(context.Context, []queen.PushItem) ([]queen.PushResult, error) {
+	return nil, f.err
+}
+func (f failing) Pop(context.Context, queen.PopRequest) (*queen.PopResult, error) { return nil, f.err }
 func (f failing) AckBatch(context.Context, []queen.AckItem) ([]queen.AckResult, error) {
 	return nil, f.err
 }
@@ -41,7 +43,7 @@ func (f failing) ConfigureQueue(context.Context, string, queen.QueueConfig) (*qu
 	return nil, f.err
 }
 func (f failing) DescribeQueue(context.Context, string) (*queen.QueueInfo, error) { return nil, f.err }
-func (f failing) DeleteQueue(context.Context, string) (bool, error)              { return false, f.err }
+func (f failing) DeleteQueue(context.Context, string) (bool, error)               { return false, f.err }
 func (f failing) Fetch(context.Context, string, string, int64, int) (*queen.FetchResult, error) {
 	return nil, f.err
 }
