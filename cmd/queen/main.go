@@ -1,0 +1,231 @@
+// Command queen runs the broker as a standalone server that speaks Queen's
+// REST API, so Queen's official clients can use it unchanged.
+//
+// It stores everything with Badger in a data directory (./queen-data by
+// default) and listens on :6632. Settings come from flags or from the
+// environment variables Queen's server reads; a flag wins over its
+// variable:
+//
+//	-host              HOST                       listen address (default 0.0.0.0)
+//	-port              PORT                       listen port (default 6632; 0 picks a free one)
+//	-data              QUEEN_DATA_DIR             data directory (default ./queen-data)
+//	-durability        QUEEN_DURABILITY           sync (fsync every commit, default) or none
+//	-subscription-mode DEFAULT_SUBSCRIPTION_MODE  where new consumer groups start: new (default) or all
+//	-default-timeout   DEFAULT_TIMEOUT            long-poll timeout in ms of pops that send none (default 30000)
+//	-default-batch     DEFAULT_BATCH_SIZE         batch of pops that send none (default 1)
+//	-max-body          QUEEN_MAX_BODY_BYTES       request body limit in bytes (default 16 MiB)
+//	-log-level         LOG_LEVEL                  debug, info (default), warn or error
+//	-shutdown-timeout  QUEEN_SHUTDOWN_TIMEOUT     how long shutdown waits for requests (default 30s)
+//	                   QUEEN_ENCRYPTION_KEY       64 hex characters: the AES-256 key for encrypted queues
+//
+// On SIGTERM or SIGINT it stops accepting connections, ends every parked
+// long-poll at once (they answer 204), lets running requests finish, and
+// closes Badger cleanly. A second signal exits at once.
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/httpapi"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal gets the default behaviour: exit now
+	}()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stderr))
+}
+
+// config is the server's settings.
+type config struct {
+	host            string
+	port            int
+	dataDir         string
+	durability      queen.Durability
+	subscription    queen.SubscriptionMode
+	encryptionKey   []byte
+	defaultTimeout  time.Duration
+	defaultBatch    int
+	maxBody         int64
+	logLevel        slog.Level
+	shutdownTimeout time.Duration
+}
+
+// parseConfig reads flags over environment variables over defaults.
+func parseConfig(args []string, getenv func(string) string, out io.Writer) (*config, error) {
+	env := func(name, def string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		return def
+	}
+	fs := flag.NewFlagSet("queen", flag.ContinueOnError)
+	fs.SetOutput(out)
+	host := fs.String("host", env("HOST", "0.0.0.0"), "listen address (env HOST)")
+	port := fs.String("port", env("PORT", "6632"), "listen port, 0 for any free one (env PORT)")
+	dataDir := fs.String("data", env("QUEEN_DATA_DIR", "./queen-data"), "data directory (env QUEEN_DATA_DIR)")
+	durability := fs.String("durability", env("QUEEN_DURABILITY", "sync"), "sync: fsync every commit; none: survive process crashes only (env QUEEN_DURABILITY)")
+	subMode := fs.String("subscription-mode", env("DEFAULT_SUBSCRIPTION_MODE", "new"), "where new consumer groups start: new or all (env DEFAULT_SUBSCRIPTION_MODE)")
+	timeout := fs.String("default-timeout", env("DEFAULT_TIMEOUT", "30000"), "long-poll timeout in ms of pops that send none, at most 60000 (env DEFAULT_TIMEOUT)")
+	batch := fs.String("default-batch", env("DEFAULT_BATCH_SIZE", "1"), "batch size of pops that send none (env DEFAULT_BATCH_SIZE)")
+	maxBody := fs.String("max-body", env("QUEEN_MAX_BODY_BYTES", strconv.Itoa(16<<20)), "request body limit in bytes (env QUEEN_MAX_BODY_BYTES)")
+	logLevel := fs.String("log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
+	shutdown := fs.String("shutdown-timeout", env("QUEEN_SHUTDOWN_TIMEOUT", "30s"), "how long shutdown waits for running requests (env QUEEN_SHUTDOWN_TIMEOUT)")
+	fs.Usage = func() {
+		fmt.Fprintln(out, "Usage: queen [flags]\n\nRuns the queen broker with Queen's REST API. Flags win over environment variables.\nQUEEN_ENCRYPTION_KEY (64 hex characters) sets the key for encrypted queues.\n\nFlags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	c := &config{host: *host, dataDir: *dataDir}
+	var err error
+	if c.port, err = strconv.Atoi(*port); err != nil || c.port < 0 || c.port > 65535 {
+		return nil, fmt.Errorf("port must be a number from 0 to 65535, not %q", *port)
+	}
+	if c.dataDir == "" {
+		return nil, errors.New("the data directory must not be empty")
+	}
+	switch strings.ToLower(*durability) {
+	case "sync", "fsync", "sync-every-commit":
+		c.durability = queen.SyncEveryCommit
+	case "none", "async", "sync-never":
+		c.durability = queen.SyncNever
+	default:
+		return nil, fmt.Errorf("durability must be sync or none, not %q", *durability)
+	}
+	switch m := strings.ToLower(*subMode); m {
+	case "new", "new-only", "all":
+		c.subscription = queen.SubscriptionMode(m)
+	case "":
+		c.subscription = queen.SubscriptionModeNew
+	default:
+		return nil, fmt.Errorf("subscription mode must be new or all, not %q", *subMode)
+	}
+	ms, err := strconv.Atoi(*timeout)
+	if err != nil || ms <= 0 {
+		return nil, fmt.Errorf("default timeout must be a positive number of milliseconds, not %q", *timeout)
+	}
+	c.defaultTimeout = time.Duration(min(ms, 60000)) * time.Millisecond
+	if c.defaultBatch, err = strconv.Atoi(*batch); err != nil || c.defaultBatch <= 0 {
+		return nil, fmt.Errorf("default batch must be a positive number, not %q", *batch)
+	}
+	if c.maxBody, err = strconv.ParseInt(*maxBody, 10, 64); err != nil || c.maxBody <= 0 {
+		return nil, fmt.Errorf("max body must be a positive number of bytes, not %q", *maxBody)
+	}
+	if err := c.logLevel.UnmarshalText([]byte(*logLevel)); err != nil {
+		return nil, fmt.Errorf("log level must be debug, info, warn or error, not %q", *logLevel)
+	}
+	if c.shutdownTimeout, err = time.ParseDuration(*shutdown); err != nil || c.shutdownTimeout <= 0 {
+		return nil, fmt.Errorf("shutdown timeout must be a positive duration such as 30s, not %q", *shutdown)
+	}
+	if k := strings.TrimSpace(getenv("QUEEN_ENCRYPTION_KEY")); k != "" {
+		key, err := hex.DecodeString(k)
+		if err != nil || len(key) != 32 {
+			return nil, errors.New("QUEEN_ENCRYPTION_KEY must be 64 hexadecimal characters (32 bytes)")
+		}
+		c.encryptionKey = key
+	}
+	return c, nil
+}
+
+// run serves until ctx ends, then shuts down; it returns the exit code.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
+	cfg, err := parseConfig(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "queen:", err)
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+
+	b, err := queen.Open(cfg.dataDir, &queen.Options{
+		Durability: cfg.durability, DefaultSubscriptionMode: cfg.subscription, EncryptionKey: cfg.encryptionKey, Logger: logger,
+	})
+	if err != nil {
+		logger.Error("queen: cannot open the data directory", "dir", cfg.dataDir, "err", err)
+		return 1
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port)))
+	if err != nil {
+		logger.Error("queen: cannot listen", "err", err)
+		closeBroker(b, logger)
+		return 1
+	}
+
+	stopPolls := make(chan struct{})
+	srv := &http.Server{
+		Handler: httpapi.New(b, &httpapi.Options{
+			Logger: logger, Shutdown: stopPolls, MaxBodyBytes: cfg.maxBody,
+			DefaultTimeout: cfg.defaultTimeout, DefaultBatch: cfg.defaultBatch,
+		}),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute,
+		WriteTimeout:      2 * time.Minute, // above the 60 s long-poll limit
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	srv.RegisterOnShutdown(func() { close(stopPolls) })
+
+	durability := "sync"
+	if cfg.durability == queen.SyncNever {
+		durability = "none"
+	}
+	logger.Info("queen: listening", "addr", ln.Addr().String(), "data", cfg.dataDir, "durability", durability,
+		"subscriptionMode", string(cfg.subscription), "encryption", cfg.encryptionKey != nil)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	code := 0
+	select {
+	case <-ctx.Done():
+		logger.Info("queen: shutting down")
+	case err := <-served:
+		logger.Error("queen: server stopped", "err", err)
+		code = 1
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		logger.Warn("queen: requests still running at the shutdown timeout; closing them", "err", err)
+		_ = srv.Close()
+	}
+	if !closeBroker(b, logger) {
+		code = 1
+	}
+	if code == 0 {
+		logger.Info("queen: stopped")
+	}
+	return code
+}
+
+// closeBroker closes b and reports whether it closed cleanly.
+func closeBroker(b *queen.Broker, logger *slog.Logger) bool {
+	if err := b.Close(); err != nil {
+		logger.Error("queen: closing the data directory", "err", err)
+		return false
+	}
+	return true
+}
