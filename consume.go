@@ -643,11 +643,22 @@ func (r *run) runLane(j *job) {
 		}
 		r.mu.Lock()
 		j.cur = []*Message{msg}
+		rest := j.msgs[j.next:]
 		r.mu.Unlock()
-		r.handle(j.cur)
+		back := r.handle(j.cur, rest)
 		r.mu.Lock()
 		j.cur = nil
+		if back {
+			j.next = len(j.msgs)
+		}
 		r.mu.Unlock()
+		if back { // the rest comes back behind msg
+			r.unclaim(rest, false)
+			for _, m := range rest {
+				r.reportOne(Settlement{Message: m, Outcome: OutcomeReleased})
+			}
+			return
+		}
 	}
 }
 
@@ -673,25 +684,27 @@ func (r *run) runBatch(j *job) {
 	r.mu.Unlock()
 	r.release(lost)
 	if len(live) > 0 {
-		r.handle(live)
+		r.handle(live, nil)
 	}
 	r.mu.Lock()
 	j.cur = nil
 	r.mu.Unlock()
 }
 
-// handle runs the handler on msgs and settles them.
-func (r *run) handle(msgs []*Message) {
+// handle runs the handler on msgs and settles them. rest are the messages
+// of the lane behind msgs; handle reports whether they come back (msgs
+// were given back, not settled for good).
+func (r *run) handle(msgs, rest []*Message) (back bool) {
 	ok := msgs[:0:0]
 	for _, m := range msgs {
 		if _, err := m.Decode(); err != nil { // parked before the handler runs
-			r.settle([]*Message{m}, Park(&DecodeError{Type: "map[string]any", Err: err}), false, 0)
+			r.settle([]*Message{m}, Park(&DecodeError{Type: "map[string]any", Err: err}), false, 0, nil)
 			continue
 		}
 		ok = append(ok, m)
 	}
 	if len(ok) == 0 {
-		return
+		return false
 	}
 	start := time.Now()
 	err := r.call(ok)
@@ -701,13 +714,12 @@ func (r *run) handle(msgs []*Message) {
 	r.mu.Unlock()
 	if abandoned {
 		r.report(ok, decision{outcome: OutcomeDiscarded}, err, true, nil, nil, d)
-		return
+		return false
 	}
 	if r.userSettles {
-		r.userSettle(ok, err, d)
-		return
+		return r.userSettle(ok, err, d, rest)
 	}
-	r.settle(ok, err, true, d)
+	return r.settle(ok, err, true, d, rest)
 }
 
 // call runs the handler, turning a panic into a *PanicError.
@@ -740,7 +752,7 @@ func callback(fn func() error) (err error) {
 // userSettle is what follows a handler under AutoAck(false) or with
 // callbacks: the handler or callbacks settle, and the loop settles as a
 // failure whatever a failure left unsettled.
-func (r *run) userSettle(msgs []*Message, herr error, d time.Duration) {
+func (r *run) userSettle(msgs []*Message, herr error, d time.Duration, rest []*Message) (back bool) {
 	for _, m := range msgs {
 		var err error
 		switch {
@@ -753,11 +765,12 @@ func (r *run) userSettle(msgs []*Message, herr error, d time.Duration) {
 			err = herr
 		}
 		if err != nil && r.b.leaseState(m) == leaseHeld {
-			r.settle([]*Message{m}, err, true, d)
+			back = r.settle([]*Message{m}, err, true, d, rest) || back
 			continue
 		}
 		r.report([]*Message{m}, decision{outcome: OutcomeHandled}, herr, true, nil, nil, d)
 	}
+	return back
 }
 
 // decision is how the loop settles one message.
@@ -811,14 +824,32 @@ func (r *run) decide(msg *Message, err error) decision {
 	return decision{status: AckFailed, text: text, outcome: OutcomeRetried}
 }
 
-// settle acks msgs from the handler's result err.
-func (r *run) settle(msgs []*Message, herr error, handled bool, d time.Duration) {
+// settle acks msgs from the handler's result herr. rest are the messages
+// of the lane behind msgs (nil for batches); settle reports whether they
+// come back.
+func (r *run) settle(msgs []*Message, herr error, handled bool, d time.Duration, rest []*Message) (back bool) {
 	items := make([]AckItem, len(msgs))
 	decs := make([]decision, len(msgs))
+	giving := false
 	for i, m := range msgs {
 		decs[i] = r.decide(m, herr)
 		items[i] = AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: m.LeaseID,
 			Group: r.ackGroup, Status: decs[i].status, Error: decs[i].text, Delay: decs[i].delay}
+		giving = giving || decs[i].status == AckFailed || decs[i].status == AckRetry
+	}
+	// What comes back is counted as unused before the ack frees the
+	// partition, so the next worker to get it counts attempts right.
+	var marked []*Message
+	if giving {
+		marked = append(marked, rest...)
+		for i, m := range msgs {
+			if decs[i].unused {
+				marked = append(marked, m)
+			}
+		}
+		for _, m := range marked {
+			r.b.consumer.unused(m)
+		}
 	}
 	results, err := r.b.AckBatch(r.ackCtx, items)
 	if err != nil {
@@ -849,12 +880,18 @@ func (r *run) settle(msgs []*Message, herr error, handled bool, d time.Duration)
 			switch dec.outcome {
 			case OutcomeAccepted, OutcomeDeadLettered, OutcomeParked:
 				r.b.consumer.forget(m)
-			case OutcomeInProgress:
-				r.b.consumer.unused(m)
+			default:
+				back = true
 			}
 		}
 		r.report([]*Message{m}, dec, herr, handled, ackErr, &items[i], d)
 	}
+	if !back {
+		for _, m := range marked {
+			r.b.consumer.used(m)
+		}
+	}
+	return back
 }
 
 // giveBack returns messages taken but not started with an ack of status
@@ -872,12 +909,15 @@ func (r *run) giveBack(msgs []*Message) {
 		first[m.PartitionID] = len(items)
 		items = append(items, AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Group: r.ackGroup, Status: AckRetry})
 	}
+	for _, m := range msgs {
+		r.b.consumer.unused(m)
+	}
 	var results []AckResult
 	var err error
 	if len(items) > 0 {
 		results, err = r.b.AckBatch(r.ackCtx, items)
 	}
-	r.unclaim(msgs)
+	r.unclaim(msgs, false)
 	for _, m := range msgs {
 		var ackErr error
 		status := AckStatus("")
@@ -900,20 +940,23 @@ func (r *run) release(msgs []*Message) {
 	if len(msgs) == 0 {
 		return
 	}
-	r.unclaim(msgs)
+	r.unclaim(msgs, true)
 	for _, m := range msgs {
 		r.reportOne(Settlement{Message: m, Outcome: OutcomeReleased})
 	}
 }
 
-// unclaim takes msgs out of the Limit count and out of their attempts.
-func (r *run) unclaim(msgs []*Message) {
+// unclaim takes msgs out of the Limit count and, with count, out of their
+// attempts.
+func (r *run) unclaim(msgs []*Message, count bool) {
 	r.mu.Lock()
 	r.taken -= len(msgs)
 	r.cond.Broadcast()
 	r.mu.Unlock()
-	for _, m := range msgs {
-		r.b.consumer.unused(m)
+	if count {
+		for _, m := range msgs {
+			r.b.consumer.unused(m)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -723,4 +724,211 @@ func TestConsume_TypedHandlersAndCodecs(t *testing.T) {
 		require.False(t, called, "parked before the handler runs")
 		require.EqualValues(t, 1, b.Counters().Parked)
 	})
+}
+
+// TestConsume_ManyConsumersRandomOutcomes runs 4 consumers of one group,
+// each with 4 handlers, over 50 partitions, with scripted random outcomes,
+// and checks per-partition order, that nothing is completed twice, and
+// that every message ends exactly where its outcomes say.
+func TestConsume_ManyConsumersRandomOutcomes(t *testing.T) {
+	t.Parallel()
+	const (
+		consumers, concurrency = 4, 4
+		partitions, perPart    = 50, 8
+		total                  = partitions * perPart
+		maxAttempts            = 3
+	)
+	b := queentest.NewBroker(t, nil)
+	rng := rand.New(rand.NewPCG(1, 2))
+
+	type step int
+	const (
+		ok step = iota
+		fail
+		panics
+		retry
+		inProgress
+		park
+		reject
+	)
+	weights := []struct {
+		s step
+		w int
+	}{{ok, 50}, {fail, 15}, {panics, 5}, {retry, 5}, {inProgress, 10}, {park, 7}, {reject, 8}}
+	draw := func() step {
+		n := rng.IntN(100)
+		for _, w := range weights {
+			if n < w.w {
+				return w.s
+			}
+			n -= w.w
+		}
+		return ok
+	}
+	// A script lists the outcomes of successive handler calls; its end is
+	// where the message must end up.
+	type key struct {
+		part string
+		off  int64
+	}
+	scripts := map[key][]step{}
+	want := map[key]queen.Outcome{}
+	for p := range partitions {
+		part := fmt.Sprintf("p%02d", p)
+		pushTo(t, b, "tasks", part, numbered(perPart)...)
+		for off := range int64(perPart) {
+			var sc []step
+			failures, waits := 0, 0
+		script:
+			for {
+				s := draw()
+				if s == inProgress && waits == 2 {
+					continue
+				}
+				sc = append(sc, s)
+				switch s {
+				case ok:
+					want[key{part, off}] = queen.OutcomeAccepted
+					break script
+				case park:
+					want[key{part, off}] = queen.OutcomeParked
+					break script
+				case reject:
+					want[key{part, off}] = queen.OutcomeDeadLettered
+					break script
+				case inProgress:
+					waits++
+				default:
+					if failures++; failures == maxAttempts {
+						want[key{part, off}] = queen.OutcomeDeadLettered
+						break script
+					}
+				}
+			}
+			scripts[key{part, off}] = sc
+		}
+	}
+
+	var (
+		mu        sync.Mutex
+		f         faults
+		calls     = map[key]int{}
+		finished  = map[key]bool{} // its last scripted outcome was returned
+		busy      = map[string]bool{}
+		completed = map[key]int{}
+		settled   = map[key]queen.Outcome{}
+	)
+	allSettled := make(chan struct{})
+	handler := func(ctx context.Context, msg *queen.Message) error {
+		k := key{msg.Partition, msg.Offset}
+		mu.Lock()
+		i := calls[k]
+		calls[k]++
+		sc := scripts[k]
+		f.check(i < len(sc), "%v called after its last outcome", k)
+		f.check(!busy[k.part], "two handlers on %s", k.part)
+		for off := range k.off {
+			f.check(finished[key{k.part, off}], "%v handled before %s@%d finished", k, k.part, off)
+		}
+		if i >= len(sc) {
+			mu.Unlock()
+			return nil
+		}
+		busy[k.part] = true
+		if i == len(sc)-1 {
+			finished[k] = true
+		}
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			busy[k.part] = false
+			mu.Unlock()
+		}()
+		switch sc[i] {
+		case fail:
+			return fmt.Errorf("attempt %d failed", i+1)
+		case panics:
+			panic("handler blew up")
+		case retry:
+			return queen.Retry(errors.New("try later"))
+		case inProgress:
+			return queen.InProgress(0)
+		case park:
+			return queen.Park(errors.New("unreadable"))
+		case reject:
+			return queen.Reject(errors.New("never works"))
+		}
+		return nil
+	}
+	onSettled := func(s queen.Settlement) {
+		k := key{s.Message.Partition, s.Message.Offset}
+		switch s.Outcome {
+		case queen.OutcomeAccepted, queen.OutcomeDeadLettered, queen.OutcomeParked:
+		default:
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		f.check(s.AckErr == nil, "ack of %v refused: %v", k, s.AckErr)
+		if s.Outcome == queen.OutcomeAccepted {
+			completed[k]++
+		}
+		_, again := settled[k]
+		f.check(!again, "%v settled twice", k)
+		settled[k] = s.Outcome
+		if len(settled) == total {
+			close(allSettled)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errs := make(chan error, consumers)
+	for range consumers {
+		c := b.Queue("tasks").Group("workers").SubscriptionMode(queen.SubscriptionModeAll).
+			Batch(16).Concurrency(concurrency).RetryPolicy(queen.FixedRetry(maxAttempts, 0)).Each().
+			Consume(ctx, handler).OnSettled(onSettled)
+		go func() { errs <- c.Execute(ctx) }()
+	}
+	recv(t, allSettled)
+	cancel()
+	for range consumers {
+		require.NoError(t, recv(t, errs))
+	}
+	f.none(t)
+
+	mu.Lock()
+	defer mu.Unlock()
+	wantDLQ, wantParked := map[key]bool{}, map[key]bool{}
+	for k, o := range want {
+		require.Equal(t, o, settled[k], "%v after %v", k, scripts[k])
+		require.Equal(t, len(scripts[k]), calls[k], "%v calls", k)
+		if o == queen.OutcomeAccepted {
+			require.Equal(t, 1, completed[k], "%v completions", k)
+		} else {
+			require.Zero(t, completed[k], "%v completions", k)
+		}
+		switch o {
+		case queen.OutcomeDeadLettered:
+			wantDLQ[k] = true
+		case queen.OutcomeParked:
+			wantParked[k] = true
+		}
+	}
+	lettersOf := func(list func(context.Context, queen.LetterFilter) (*queen.LetterPage, error)) map[key]bool {
+		page, err := list(context.Background(), queen.LetterFilter{Queue: "tasks", ConsumerGroup: "workers", Limit: 1000})
+		require.NoError(t, err)
+		got := map[key]bool{}
+		for _, l := range page.Letters {
+			got[key{l.Partition, l.Offset}] = true
+		}
+		return got
+	}
+	require.Equal(t, wantDLQ, lettersOf(b.DeadLetters))
+	require.Equal(t, wantParked, lettersOf(b.ParkedMessages))
+	groups, err := b.ListGroups(context.Background(), "workers")
+	require.NoError(t, err)
+	require.Len(t, groups, 1)
+	require.Zero(t, groups[0].Lag)
+	require.Zero(t, b.Counters().Acked[queen.AckFailed], "the policy never spends the queue's budget")
 }

@@ -78,6 +78,18 @@ func (s *consumerSet) unused(m *Message) {
 	s.umu.Unlock()
 }
 
+// used takes back one unused delivery of m.
+func (s *consumerSet) used(m *Message) {
+	s.umu.Lock()
+	k := keyOf(m)
+	if n := s.unusedN[k]; n > 1 {
+		s.unusedN[k] = n - 1
+	} else {
+		delete(s.unusedN, k)
+	}
+	s.umu.Unlock()
+}
+
 // forget drops what is known of m once it is settled for good.
 func (s *consumerSet) forget(m *Message) {
 	s.umu.Lock()
