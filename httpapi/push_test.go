@@ -298,6 +298,8 @@ func TestPop(t *testing.T) {
 		e.fails("GET", "/api/v1/pop/queue/"+long, nil, http.StatusBadRequest, "queue is longer than 255 bytes")
 		e.fails("GET", "/api/v1/pop/queue/q/partition/"+long, nil, http.StatusBadRequest, "partition is longer than 255 bytes")
 		e.fails("GET", "/api/v1/pop?namespace="+long, nil, http.StatusBadRequest, "namespace is longer than 255 bytes")
+		e.fails("GET", "/api/v1/pop/queue/%FF", nil, http.StatusBadRequest, "queue is not valid UTF-8")
+		e.fails("GET", "/api/v1/pop/queue/q?consumerGroup=%00", nil, http.StatusBadRequest, "consumerGroup contains a NUL byte")
 	})
 
 	t.Run("autopilot picks the batch", func(t *testing.T) {
