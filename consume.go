@@ -373,6 +373,7 @@ func (r *run) start(ctx, parent context.Context) {
 func (r *run) finish() {
 	r.overOnce.Do(func() {
 		r.popCancel()
+		r.hcancel()
 		close(r.over)
 		r.b.consumer.remove(r)
 		r.mu.Lock()
@@ -491,10 +492,15 @@ func (r *run) fetch() {
 			}
 		}
 		if r.idle > 0 {
-			left := r.idle - time.Since(r.lastActive)
-			if left <= 0 && r.running == 0 {
-				r.mu.Unlock()
-				return
+			// Idle time counts only while no handler runs; a poll made
+			// while one runs still looks again within r.idle.
+			left := r.idle
+			if r.running == 0 {
+				left -= time.Since(r.lastActive)
+				if left <= 0 {
+					r.mu.Unlock()
+					return
+				}
 			}
 			timeout := req.Timeout
 			if timeout == 0 {
@@ -512,7 +518,7 @@ func (r *run) fetch() {
 			r.mu.Lock()
 			r.loopErr = err
 			r.mu.Unlock()
-			go r.requestStop()
+			r.requestStop()
 			return
 		}
 		if len(res.Messages) == 0 {
@@ -671,6 +677,8 @@ func (r *run) runBatch(j *job) {
 		r.giveBack(j.msgs)
 		return
 	}
+	j.next, j.cur = len(j.msgs), j.msgs
+	r.mu.Unlock()
 	var live, lost []*Message
 	for _, m := range j.msgs {
 		switch r.b.leaseState(m) {
@@ -680,7 +688,8 @@ func (r *run) runBatch(j *job) {
 			lost = append(lost, m)
 		}
 	}
-	j.next, j.cur = len(j.msgs), live
+	r.mu.Lock()
+	j.cur = live
 	r.mu.Unlock()
 	r.release(lost)
 	if len(live) > 0 {
@@ -860,7 +869,7 @@ func (r *run) settle(msgs []*Message, herr error, handled bool, d time.Duration,
 				r.loopErr = err
 			}
 			r.mu.Unlock()
-			go r.requestStop()
+			r.requestStop()
 		}
 	}
 	for i, m := range msgs {
