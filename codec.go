@@ -55,6 +55,7 @@ type DecodeError struct {
 	Err  error  // the codec's error
 }
 
+// Error names the type and the codec's error.
 func (e *DecodeError) Error() string {
 	return fmt.Sprintf("queen: cannot decode payload into %s: %v", e.Type, e.Err)
 }

@@ -23,6 +23,7 @@ type DrainError struct {
 	Unsettled []*Message
 }
 
+// Error names the queue, the group and (up to ten of) the messages.
 func (e *DrainError) Error() string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "queen: drain timed out on queue %q group %q: %d message(s) left unsettled:", e.Queue, e.Group, len(e.Unsettled))

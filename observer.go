@@ -47,6 +47,7 @@ func (f ObserverFunc) Observe(e Event) { f(e) }
 
 type nopObserver struct{}
 
+// Observe does nothing.
 func (nopObserver) Observe(Event) {}
 
 // Outcome is what a consume handler's result did to a message.

@@ -87,6 +87,7 @@ type InProgressError struct {
 // InProgress returns an [*InProgressError] with delay (negative means 0).
 func InProgress(delay time.Duration) error { return &InProgressError{Delay: max(delay, 0)} }
 
+// Error says how long the message is held back.
 func (e *InProgressError) Error() string {
 	return fmt.Sprintf("in progress elsewhere, look again in %s", e.Delay)
 }
@@ -97,6 +98,7 @@ type PanicError struct {
 	Value any // what the handler panicked with
 }
 
+// Error returns "panic: " and the panic value.
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v", e.Value) }
 
 // Unwrap returns the panic value when it is an error.
