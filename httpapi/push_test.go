@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/httpapi"
 	"github.com/stretchr/testify/require"
 )
 
@@ -648,4 +650,48 @@ func TestTransaction(t *testing.T) {
 			e.fails("POST", "/api/v1/transaction", c.body, http.StatusBadRequest, c.want)
 		}
 	})
+}
+
+func TestPop_ManyParkedLongPolls(t *testing.T) {
+	t.Parallel()
+	const n = 200
+	stop := make(chan struct{})
+	defer close(stop)
+	e := setup(t, nil, &httpapi.Options{Shutdown: stop})
+	got := make(chan string, n)
+	for range n {
+		go func() {
+			rec := httptest.NewRecorder()
+			e.h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/pop/queue/many?wait=true&timeout=30000", nil))
+			if rec.Code != http.StatusOK {
+				got <- fmt.Sprint("status ", rec.Code)
+				return
+			}
+			var v struct {
+				Messages []struct {
+					TransactionID string `json:"transactionId"`
+				} `json:"messages"`
+			}
+			_ = json.Unmarshal(rec.Body.Bytes(), &v)
+			got <- v.Messages[0].TransactionID
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	items := make([]any, n)
+	for i := range items {
+		items[i] = map[string]any{"queue": "many", "partition": fmt.Sprint("p", i), "transactionId": fmt.Sprint("t", i)}
+	}
+	e.arr("POST", "/api/v1/push", map[string]any{"items": items}, http.StatusCreated)
+	seen := map[string]bool{}
+	deadline := time.After(20 * time.Second)
+	for range n {
+		select {
+		case tx := <-got:
+			require.True(t, strings.HasPrefix(tx, "t"), tx)
+			require.False(t, seen[tx], "delivered twice: %s", tx)
+			seen[tx] = true
+		case <-deadline:
+			t.Fatalf("only %d of %d parked pops were served", len(seen), n)
+		}
+	}
 }
