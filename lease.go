@@ -255,10 +255,14 @@ func (b *Broker) tryPop(ctx context.Context, req *PopRequest) (*PopResult, *wait
 	}
 	empty.Conflating = g.conflation
 	var p *partition
+	var claims []claim
+	var l *lease
 	if req.Partition != "" {
 		p = q.parts[req.Partition]
 	}
-	claims, l := b.claim(g, p, req, now)
+	if req.Partition == "" || p != nil { // an unknown partition has nothing yet
+		claims, l = b.claim(g, p, req, now)
+	}
 	var joined <-chan error
 	if len(ops) > 0 {
 		joined = b.w.submit(ops)

@@ -305,3 +305,23 @@ func TestLease_PopValidation(t *testing.T) {
 	pushN(t, b, "q", "", 3)
 	require.Len(t, pop(t, b, queen.PopRequest{Queue: "q", Batch: 1 << 30}).Messages, 3)
 }
+
+func TestLease_PopOfUnknownPartitionTakesNothingElse(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	pushN(t, b, "q", "real", 1)
+	require.Empty(t, pop(t, b, queen.PopRequest{Queue: "q", Partition: "missing"}).Messages)
+	got := make(chan int, 1)
+	go func() {
+		res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Partition: "later", Wait: true, Timeout: 20 * time.Second})
+		if err != nil {
+			got <- -1
+			return
+		}
+		got <- len(res.Messages)
+	}()
+	time.Sleep(20 * time.Millisecond)
+	pushN(t, b, "q", "later", 1)
+	require.Equal(t, 1, <-got, "a wait on a partition that does not exist yet ends when it gets a message")
+	require.Len(t, pop(t, b, queen.PopRequest{Queue: "q"}).Messages, 1, "the other partition was never taken")
+}

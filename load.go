@@ -90,7 +90,7 @@ func (b *Broker) loadPartitions(txn *badger.Txn) error {
 		for uint64(len(b.parts)) <= pid {
 			b.parts = append(b.parts, nil)
 		}
-		p := &partition{q: q, pid: pid, rnd: m.Rand, name: m.Name, createdAt: m.CreatedAt, first: m.First, persisted: true}
+		p := &partition{q: q, pid: pid, rnd: m.Rand, name: m.Name, createdAt: m.CreatedAt, first: m.First, next: max(m.First, m.Next), holes: m.Holes, persisted: true}
 		b.parts[pid] = p
 		q.parts[m.Name] = p
 		return nil
@@ -105,11 +105,10 @@ func (b *Broker) loadPartitions(txn *badger.Txn) error {
 		if p == nil {
 			continue
 		}
-		p.next = p.first
 		it.Seek(keys.MessageKey(p.pid, math.MaxInt64))
 		if it.Valid() {
 			if pid, off, ok := keys.DecodeMessageKey(it.Item().Key()); ok && pid == p.pid {
-				p.next = off + 1
+				p.next = max(p.next, off+1)
 				_ = it.Item().Value(func(v []byte) error {
 					p.lastPushAt, _ = record.MessageCreatedAt(v)
 					return nil
@@ -117,7 +116,7 @@ func (b *Broker) loadPartitions(txn *badger.Txn) error {
 			}
 		}
 		p.assigned = p.next
-		p.count = p.next - p.first
+		p.count = max(0, p.next-p.first-p.holes)
 		p.q.count += p.count
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -450,16 +449,12 @@ func (b *Broker) GetMessage(ctx context.Context, partitionID, transactionID stri
 	return &mi, nil
 }
 
-// deleteMu serialises message deletes, so two deletes of one message
-// cannot both count it out of the broker's totals.
-var deleteMu sync.Mutex
-
 // DeleteMessage deletes one message with its dead letters, parked entries
 // and traces. A group that had it leased can still ack it; otherwise it is
 // never delivered again. An unknown message is [ErrNotFound].
 func (b *Broker) DeleteMessage(ctx context.Context, partitionID, transactionID string) error {
-	deleteMu.Lock()
-	defer deleteMu.Unlock()
+	b.delMu.Lock()
+	defer b.delMu.Unlock()
 	p, ps, off, err := b.locate(partitionID, transactionID)
 	if err != nil {
 		return err
@@ -512,6 +507,8 @@ func (b *Broker) DeleteMessage(ctx context.Context, partitionID, transactionID s
 	}
 	p.count--
 	p.q.count--
+	p.holes++
+	ops = append(ops, op{key: keys.PartitionKey(p.pid), val: p.meta()})
 	p.q.dlqCount -= int64(nDead)
 	p.q.parkedCount -= int64(nParked)
 	done := b.w.submit(ops)

@@ -26,6 +26,7 @@ type partition struct {
 	assigned   int64 // next offset the writer hands out (writer only)
 	lastPushAt int64
 	count      int64     // retained messages
+	holes      int64     // messages deleted one by one in [first, next)
 	cursors    []*cursor // by group slot
 	persisted  bool
 	deleted    bool
@@ -38,10 +39,15 @@ type partitionMeta struct {
 	Rand      [8]byte `json:"r"`
 	CreatedAt int64   `json:"c"`
 	First     int64   `json:"f"`
+	// Next and Holes are written when messages are deleted: the offset
+	// high-water mark (offsets are never reused, even when the newest
+	// message was deleted) and the messages deleted one by one.
+	Next  int64 `json:"x,omitempty"`
+	Holes int64 `json:"h,omitempty"`
 }
 
 func (p *partition) meta() []byte {
-	b, _ := json.Marshal(partitionMeta{Queue: p.q.name, Name: p.name, Rand: p.rnd, CreatedAt: p.createdAt, First: p.first})
+	b, _ := json.Marshal(partitionMeta{Queue: p.q.name, Name: p.name, Rand: p.rnd, CreatedAt: p.createdAt, First: p.first, Next: p.next, Holes: p.holes})
 	return b
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/queenlite/queen/internal/keys"
 )
 
 // Durability selects what a successful write survives.
@@ -174,6 +175,7 @@ type Broker struct {
 	obs   Observer
 
 	mu        sync.Mutex
+	delMu     sync.Mutex // serialises message deletes and retention
 	queues    map[string]*queue
 	parts     []*partition // by internal id; nil for deleted
 	leases    map[string]*lease
@@ -343,4 +345,20 @@ func waitCtx(ctx context.Context, ch <-chan error) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// Ping reports whether the broker can serve: [ErrClosed] after Close or a
+// storage failure, or the error of a read from storage.
+func (b *Broker) Ping(ctx context.Context) error {
+	if err := b.closedErr(); err != nil {
+		return err
+	}
+	err := b.db.View(func(txn *badger.Txn) error {
+		_, err := txn.Get(keys.QueueKey(""))
+		if err == badger.ErrKeyNotFound {
+			return nil
+		}
+		return err
+	})
+	return storageErr("ping", err)
 }

@@ -82,3 +82,28 @@ func TestBroker_OpenValidation(t *testing.T) {
 		require.NoError(t, b.Close())
 	}
 }
+
+func TestBroker_Ping(t *testing.T) {
+	t.Parallel()
+	b, err := queen.Open("", &queen.Options{InMemory: true})
+	require.NoError(t, err)
+	require.NoError(t, b.Ping(bg))
+	require.NoError(t, b.Close())
+	require.ErrorIs(t, b.Ping(bg), queen.ErrClosed)
+}
+
+func TestBroker_OffsetsNeverReusedAfterDeletes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	b := queentest.OpenDir(t, dir, nil)
+	res := pushN(t, b, "q", "", 5)
+	require.NoError(t, b.DeleteMessage(bg, res[4].PartitionID, res[4].TransactionID)) // the newest
+	require.NoError(t, b.DeleteMessage(bg, res[1].PartitionID, res[1].TransactionID)) // one in the middle
+	require.NoError(t, b.Close())
+
+	b = queentest.OpenDir(t, dir, nil)
+	st, err := b.QueueStats(bg, "q")
+	require.NoError(t, err)
+	require.Equal(t, int64(3), st.Messages, "deleted messages are not counted after a restart")
+	require.Equal(t, int64(5), pushN(t, b, "q", "", 1)[0].Offset, "the deleted newest offset is not handed out again")
+}

@@ -43,6 +43,7 @@ func (f failing) ConfigureQueue(context.Context, string, queen.QueueConfig) (*qu
 	return nil, f.err
 }
 func (f failing) DescribeQueue(context.Context, string) (*queen.QueueInfo, error) { return nil, f.err }
+func (f failing) Ping(context.Context) error                                      { return f.err }
 func (f failing) DeleteQueue(context.Context, string) (bool, error)               { return false, f.err }
 func (f failing) Fetch(context.Context, string, string, int64, int) (*queen.FetchResult, error) {
 	return nil, f.err

@@ -86,6 +86,7 @@ type Broker interface {
 	TraceNames(ctx context.Context, limit, offset int) (*queen.TraceNamePage, error)
 
 	Counters() queen.Counters
+	Ping(ctx context.Context) error
 }
 
 var _ Broker = (*queen.Broker)(nil)

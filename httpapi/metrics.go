@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"runtime"
@@ -19,11 +18,9 @@ const version = "1.0.0"
 // health serves GET /health: 200 while the broker serves, 503 once it is
 // closed or has stopped after a storage failure.
 func (h *handler) health(w http.ResponseWriter, r *http.Request) {
-	// A lookup that cannot match tells whether the broker still serves
-	// without touching storage.
-	_, err := h.b.DescribeQueue(r.Context(), "")
+	err := h.b.Ping(r.Context())
 	status, db, code := "healthy", "connected", http.StatusOK
-	if err != nil && !errors.Is(err, queen.ErrNotFound) {
+	if err != nil {
 		status, db, code = "unhealthy", "disconnected", http.StatusServiceUnavailable
 		if err != queen.ErrClosed {
 			h.log.Warn("httpapi: health check failed", "err", err)

@@ -3,8 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"math"
 	"net/http"
 	"time"
 
@@ -110,19 +108,6 @@ func (h *handler) popPartition(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Partition, err = pathName(r, "partition"); err != nil {
-		h.writeError(w, r, err)
-		return
-	}
-	// The broker pops any partition when the named one does not exist, so
-	// an unknown partition is answered here: nothing to deliver. (A fetch
-	// past the end reads no storage.)
-	if _, err := h.b.Fetch(r.Context(), req.Queue, req.Partition, math.MaxInt64, 1); err != nil {
-		if errors.Is(err, queen.ErrNotFound) {
-			if err = h.popParams(r, &req); err == nil {
-				noContent(w)
-				return
-			}
-		}
 		h.writeError(w, r, err)
 		return
 	}
