@@ -352,3 +352,44 @@ func (b *Broker) leaseTimeOf(queue string) time.Duration {
 	}
 	return 60 * time.Second
 }
+
+// Lease states of a delivered message, as seen by the loop.
+const (
+	leaseLost    = iota // no longer leased to this delivery
+	leaseHeld           // leased to it and not settled
+	leaseSettled        // settled, by anyone
+)
+
+// leaseState tells whether msg is still leased to the pop that delivered
+// it and unsettled.
+func (b *Broker) leaseState(msg *Message) int {
+	if msg.LeaseID == "" {
+		return leaseLost
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.usable() != nil {
+		return leaseLost
+	}
+	p := b.partitionByID(msg.PartitionID)
+	if p == nil {
+		return leaseLost
+	}
+	g := p.q.groups[msg.ConsumerGroup]
+	if g == nil || g.slot >= len(p.cursors) || p.cursors[g.slot] == nil {
+		return leaseLost
+	}
+	c := p.cursors[g.slot]
+	if fl := c.fl; fl != nil && fl.lease != nil && fl.lease.id == msg.LeaseID && fl.lease.expires > b.now() {
+		if i := fl.find(msg.TransactionID); i >= 0 {
+			if fl.msgs[i].settled {
+				return leaseSettled
+			}
+			return leaseHeld
+		}
+	}
+	if c.offset > msg.Offset {
+		return leaseSettled
+	}
+	return leaseLost
+}

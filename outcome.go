@@ -1,6 +1,7 @@
 package queen
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -115,4 +116,213 @@ func errText(err error, def string) string {
 		return def
 	}
 	return err.Error()
+}
+
+// How the consume loop turns a handler's result into acks.
+
+// decision is how the loop settles one message.
+type decision struct {
+	status  AckStatus
+	delay   time.Duration
+	text    string
+	outcome Outcome
+	unused  bool // the delivery does not count as an attempt
+}
+
+// outcomeError is implemented by the errors that pick a handler outcome;
+// errors.As finds the outermost one.
+type outcomeError interface {
+	error
+	isOutcome()
+}
+
+func (*RetryError) isOutcome()      {}
+func (*RejectError) isOutcome()     {}
+func (*ParkError) isOutcome()       {}
+func (*InProgressError) isOutcome() {}
+
+// decide turns a handler's result for msg into an ack.
+func (r *run) decide(msg *Message, err error) decision {
+	if err == nil {
+		return decision{status: AckCompleted, outcome: OutcomeAccepted}
+	}
+	text := err.Error()
+	var oe outcomeError
+	if errors.As(err, &oe) {
+		switch e := oe.(type) {
+		case *InProgressError:
+			return decision{status: AckRetry, delay: e.Delay, outcome: OutcomeInProgress, unused: true}
+		case *ParkError:
+			return decision{status: AckPark, text: text, outcome: OutcomeParked}
+		case *RejectError:
+			return decision{status: AckDLQ, text: text, outcome: OutcomeDeadLettered}
+		}
+	}
+	if p := r.retry; p != nil {
+		attempt := r.b.consumer.attempt(msg)
+		if p.exhausted(attempt, msg.CreatedAt, r.b.clock.Now()) {
+			return decision{status: AckDLQ, text: text, outcome: OutcomeDeadLettered}
+		}
+		return decision{status: AckRetry, delay: p.Backoff(attempt), text: text, outcome: OutcomeRetried}
+	}
+	if _, ok := oe.(*RetryError); ok {
+		return decision{status: AckRetry, text: text, outcome: OutcomeRetried}
+	}
+	return decision{status: AckFailed, text: text, outcome: OutcomeRetried}
+}
+
+// settle acks msgs from the handler's result herr. rest are the messages
+// of the lane behind msgs (nil for batches); settle reports whether they
+// come back.
+func (r *run) settle(msgs []*Message, herr error, handled bool, d time.Duration, rest []*Message) (back bool) {
+	items := make([]AckItem, len(msgs))
+	decs := make([]decision, len(msgs))
+	giving := false
+	for i, m := range msgs {
+		decs[i] = r.decide(m, herr)
+		items[i] = AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: m.LeaseID,
+			Group: r.ackGroup, Status: decs[i].status, Error: decs[i].text, Delay: decs[i].delay}
+		giving = giving || decs[i].status == AckFailed || decs[i].status == AckRetry
+	}
+	// What comes back is counted as unused before the ack frees the
+	// partition, so the next worker to get it counts attempts right.
+	var marked []*Message
+	if giving {
+		marked = append(marked, rest...)
+		for i, m := range msgs {
+			if decs[i].unused {
+				marked = append(marked, m)
+			}
+		}
+		for _, m := range marked {
+			r.b.consumer.unused(m)
+		}
+	}
+	results, err := r.b.AckBatch(r.ackCtx, items)
+	if err != nil {
+		r.b.log.Warn("queen: consume: ack failed", "queue", r.req.Queue, "group", r.group, "err", err)
+		if errors.Is(err, ErrClosed) {
+			r.mu.Lock()
+			if r.loopErr == nil {
+				r.loopErr = err
+			}
+			r.mu.Unlock()
+			r.requestStop()
+		}
+	}
+	for i, m := range msgs {
+		dec := decs[i]
+		var ackErr error
+		switch {
+		case err != nil:
+			ackErr = err
+		case results[i].Err != nil:
+			ackErr = results[i].Err
+		case results[i].DeadLettered:
+			dec.outcome = OutcomeDeadLettered
+		case results[i].Parked:
+			dec.outcome = OutcomeParked
+		}
+		if ackErr == nil {
+			switch dec.outcome {
+			case OutcomeAccepted, OutcomeDeadLettered, OutcomeParked:
+				r.b.consumer.forget(m)
+			default:
+				back = true
+			}
+		}
+		r.report([]*Message{m}, dec, herr, handled, ackErr, &items[i], d)
+	}
+	if !back {
+		for _, m := range marked {
+			r.b.consumer.used(m)
+		}
+	}
+	return back
+}
+
+// giveBack returns messages taken but not started with an ack of status
+// retry on the first of each partition, which spends no retry.
+func (r *run) giveBack(msgs []*Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	first := make(map[string]int) // partition id -> item index
+	var items []AckItem
+	for _, m := range msgs {
+		if _, ok := first[m.PartitionID]; ok || r.b.leaseState(m) != leaseHeld {
+			continue
+		}
+		first[m.PartitionID] = len(items)
+		items = append(items, AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Group: r.ackGroup, Status: AckRetry})
+	}
+	for _, m := range msgs {
+		r.b.consumer.unused(m)
+	}
+	var results []AckResult
+	var err error
+	if len(items) > 0 {
+		results, err = r.b.AckBatch(r.ackCtx, items)
+	}
+	r.unclaim(msgs, false)
+	for _, m := range msgs {
+		var ackErr error
+		status := AckStatus("")
+		if i, ok := first[m.PartitionID]; ok {
+			status = AckRetry
+			switch {
+			case err != nil:
+				ackErr = err
+			case results[i].Err != nil:
+				ackErr = results[i].Err
+			}
+		}
+		r.reportOne(Settlement{Message: m, Outcome: OutcomeReleased, Status: status, AckErr: ackErr})
+	}
+}
+
+// release notes messages the loop will not handle and that come back by
+// themselves (behind a failure, or after their lease was lost).
+func (r *run) release(msgs []*Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	r.unclaim(msgs, true)
+	for _, m := range msgs {
+		r.reportOne(Settlement{Message: m, Outcome: OutcomeReleased})
+	}
+}
+
+// unclaim takes msgs out of the Limit count and, with count, out of their
+// attempts.
+func (r *run) unclaim(msgs []*Message, count bool) {
+	r.mu.Lock()
+	r.taken -= len(msgs)
+	r.cond.Broadcast()
+	r.mu.Unlock()
+	if count {
+		for _, m := range msgs {
+			r.b.consumer.unused(m)
+		}
+	}
+}
+
+// report tells the Observer and the OnSettled callback what happened.
+func (r *run) report(msgs []*Message, dec decision, herr error, handled bool, ackErr error, it *AckItem, d time.Duration) {
+	if handled || dec.outcome != OutcomeReleased {
+		r.b.observe(Event{Kind: EventConsume, Queue: r.req.Queue, Group: r.group, Outcome: dec.outcome, Count: len(msgs), Duration: d})
+	}
+	for _, m := range msgs {
+		s := Settlement{Message: m, Outcome: dec.outcome, Err: herr, AckErr: ackErr, Handled: handled}
+		if it != nil {
+			s.Status, s.Delay = it.Status, it.Delay
+		}
+		r.reportOne(s)
+	}
+}
+
+func (r *run) reportOne(s Settlement) {
+	if r.onSettled != nil {
+		r.onSettled(s)
+	}
 }
