@@ -2,14 +2,20 @@ package queen_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -434,4 +440,109 @@ func TestDefect_CloseLeavesPartitionWaitersParked(t *testing.T) {
 	case <-time.After(20 * time.Second): // a fixed Close ends it at once; the bug holds it 60 s
 		t.Fatal("a pop waiting on a named partition outlived Close")
 	}
+}
+
+var diskMB = flag.Int("limits.diskmb", 96, "MiB that TestLimits_DiskSpaceGivenBack writes and expires (the long form: 1024)")
+
+// diskUsage is the space dir takes on disk: allocated blocks, not the
+// apparent sizes of Badger's preallocated files.
+func diskUsage(t *testing.T, dir string) int64 {
+	var n int64
+	err := filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			n += fi.Sys().(*syscall.Stat_t).Blocks * 512
+		}
+		return err
+	})
+	require.NoError(t, err)
+	return n
+}
+
+type diskNumbers struct{ written, retained, peak, end, deleted, closed, reopened int64 }
+
+// writeAndExpire writes mib MiB of incompressible payloads (small ones,
+// kept in Badger's LSM tree, and 2 MiB ones, kept in its value log) while
+// retention expires them on the fake clock, deletes the queue, closes and
+// reopens, measuring the directory at each step.
+func writeAndExpire(t *testing.T, mib int) diskNumbers {
+	clock := queentest.NewClock()
+	dir := t.TempDir()
+	opts := &queen.Options{Clock: clock, Durability: queen.SyncNever, GCInterval: 100 * time.Millisecond, MaintenanceInterval: time.Hour}
+	b, err := queen.Open(dir, opts)
+	require.NoError(t, err)
+	cfg := queen.DefaultQueueConfig()
+	cfg.Retention = 3 * time.Minute
+	_, err = b.ConfigureQueue(bg, "disk", cfg)
+	require.NoError(t, err)
+
+	rnd := rand.New(rand.NewPCG(1, 2))
+	payload := func(n int) json.RawMessage {
+		raw := make([]byte, n*3/4)
+		for i := range raw {
+			raw[i] = byte(rnd.Uint32())
+		}
+		return json.RawMessage(`"` + base64.StdEncoding.EncodeToString(raw) + `"`)
+	}
+	const chunk = 8 << 20 // per fake minute: one 2 MiB payload and 96 of 64 KiB
+	n := diskNumbers{retained: 3 * chunk}
+	for n.written < int64(mib)<<20 {
+		items := []queen.PushItem{{Queue: "disk", Partition: "big", Payload: payload(2 << 20)}}
+		for i := 0; i < 96; i++ {
+			items = append(items, queen.PushItem{Queue: "disk", Partition: fmt.Sprint("s", i%4), Payload: payload(64 << 10)})
+		}
+		_, err := b.Push(bg, items)
+		require.NoError(t, err)
+		n.written += chunk
+		clock.Advance(time.Minute)
+		require.NoError(t, b.Maintain(bg))
+		n.peak = max(n.peak, diskUsage(t, dir))
+	}
+	n.end = diskUsage(t, dir)
+	existed, err := b.DeleteQueue(bg, "disk")
+	require.NoError(t, err)
+	require.True(t, existed)
+	time.Sleep(time.Second) // ten GC rounds
+	n.deleted = diskUsage(t, dir)
+	require.NoError(t, b.Close())
+	n.closed = diskUsage(t, dir)
+	b, err = queen.Open(dir, opts)
+	require.NoError(t, err)
+	_, err = b.Fetch(bg, "disk", "big", 0, 1)
+	require.ErrorIs(t, err, queen.ErrNotFound)
+	time.Sleep(time.Second)
+	require.NoError(t, b.Close())
+	n.reopened = diskUsage(t, dir)
+	t.Logf("wrote %d MiB, ~%d MiB retained at a time: peak %d MiB, at the end %d MiB, after queue delete %d MiB, after close %d MiB, after reopen %d MiB",
+		n.written>>20, n.retained>>20, n.peak>>20, n.end>>20, n.deleted>>20, n.closed>>20, n.reopened>>20)
+	return n
+}
+
+// TestLimits_DiskSpaceGivenBack writes and expires -limits.diskmb MiB (96
+// by default; 1024 for the long form) and checks what is given back today:
+// once the queue is deleted and the broker closed, the LSM tree's share
+// (three quarters of what was written) is gone, and after a restart and a
+// few GC rounds almost everything is. While the broker runs, little is:
+// TestDefect_DiskSpaceNotGivenBack.
+func TestLimits_DiskSpaceGivenBack(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("writes tens of MiB")
+	}
+	n := writeAndExpire(t, *diskMB)
+	require.Less(t, n.closed, n.written/4+16<<20, "space left after the queue was deleted and the broker closed")
+	require.Less(t, n.reopened, n.written/8+16<<20, "space left after a restart")
+}
+
+// TestDefect_DiskSpaceNotGivenBack: while the broker runs, space is not
+// given back. Expired and deleted messages stay on disk until Badger
+// compacts (which an idle broker never triggers) and large payloads stay
+// in the value log until its 1 GiB file is full: writing 256 MiB with 24
+// MiB retained leaves ~260 MiB in use, unchanged a second (ten GC rounds)
+// after DeleteQueue. Only a restart gives it back.
+func TestDefect_DiskSpaceNotGivenBack(t *testing.T) {
+	t.Parallel()
+	t.Skip("defect: disk space not given back while running (value log 1 GiB files, no compaction after deletes)")
+	n := writeAndExpire(t, max(*diskMB, 256))
+	require.Less(t, n.end, 3*n.retained+64<<20, "in use while writing with retention")
+	require.Less(t, n.deleted, int64(32<<20), "in use after DeleteQueue")
 }
