@@ -360,7 +360,7 @@ func (b *Broker) addGroup(q *queue, g *group) []op {
 	q.groups[g.name] = g
 	ops := []op{{key: keys.GroupKey(q.name, g.name), val: g.meta()}}
 	now := b.now()
-	for _, p := range q.parts {
+	for _, p := range q.sortedParts() {
 		for len(p.cursors) <= g.slot {
 			p.cursors = append(p.cursors, nil)
 		}
@@ -640,6 +640,57 @@ func (b *Broker) RenewLease(ctx context.Context, leaseID string, d time.Duration
 	l.expires = max(l.expires, now+d.Microseconds())
 	b.observe(Event{Kind: EventLeaseRenewed, Queue: l.g.q.name, Group: l.g.name, Count: 1})
 	return time.UnixMicro(l.expires).UTC(), nil
+}
+
+// leaseTimeOf is the lease a pop of queue gets when it does not say.
+func (b *Broker) leaseTimeOf(queue string) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if q := b.queues[queue]; q != nil {
+		return q.leaseTime()
+	}
+	return 60 * time.Second
+}
+
+// Lease states of a delivered message, as seen by the loop.
+const (
+	leaseLost    = iota // no longer leased to this delivery
+	leaseHeld           // leased to it and not settled
+	leaseSettled        // settled, by anyone
+)
+
+// leaseState tells whether msg is still leased to the pop that delivered
+// it and unsettled.
+func (b *Broker) leaseState(msg *Message) int {
+	if msg.LeaseID == "" {
+		return leaseLost
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.usable() != nil {
+		return leaseLost
+	}
+	p := b.partitionByID(msg.PartitionID)
+	if p == nil {
+		return leaseLost
+	}
+	g := p.q.groups[msg.ConsumerGroup]
+	if g == nil || g.slot >= len(p.cursors) || p.cursors[g.slot] == nil {
+		return leaseLost
+	}
+	c := p.cursors[g.slot]
+	if fl := c.fl; fl != nil && fl.lease != nil && fl.lease.id == msg.LeaseID && fl.lease.expires > b.now() {
+		if i := fl.find(msg.TransactionID); i >= 0 {
+			if fl.msgs[i].settled {
+				return leaseSettled
+			}
+			return leaseHeld
+		}
+	}
+	if c.offset > msg.Offset {
+		return leaseSettled
+	}
+	return leaseLost
 }
 
 // discoveryPop pops from the first queue, by priority then name, whose

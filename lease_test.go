@@ -325,3 +325,30 @@ func TestLease_PopOfUnknownPartitionTakesNothingElse(t *testing.T) {
 	require.Equal(t, 1, <-got, "a wait on a partition that does not exist yet ends when it gets a message")
 	require.Len(t, pop(t, b, queen.PopRequest{Queue: "q"}).Messages, 1, "the other partition was never taken")
 }
+
+func TestLease_FakeClockWakesWaitingPop(t *testing.T) {
+	t.Parallel()
+	clock := queentest.NewClock()
+	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
+	cfg := queen.DefaultQueueConfig()
+	cfg.RetryDelay = time.Hour
+	_, err := b.ConfigureQueue(bg, "q", cfg)
+	require.NoError(t, err)
+	pushN(t, b, "q", "", 1)
+	pr := pop(t, b, queen.PopRequest{Queue: "q"})
+	ackAll(t, b, pr.Messages, queen.AckFailed) // held back for an hour of fake time
+	got := make(chan *queen.PopResult, 1)
+	go func() {
+		res, _ := b.Pop(bg, queen.PopRequest{Queue: "q", Wait: true, Timeout: 60 * time.Second})
+		got <- res
+	}()
+	time.Sleep(20 * time.Millisecond)
+	clock.Advance(time.Hour)
+	select {
+	case res := <-got:
+		require.Len(t, res.Messages, 1)
+		require.Equal(t, 2, res.Messages[0].DeliveryAttempt)
+	case <-time.After(30 * time.Second):
+		t.Fatal("moving the fake clock did not wake the waiting pop")
+	}
+}

@@ -64,9 +64,17 @@ const DefaultPartition = "Default"
 const MaxNameLen = 255
 
 // Clock tells the broker the time. Tests inject a fake one to drive leases,
-// retry delays and retention without sleeping.
+// retry delays and retention without sleeping. A fake clock that also has
+// a method Changed() <-chan struct{}, closed when it next moves, lets the
+// broker's timers (retry delays, lease expiry) wake waiting pops when it
+// moves, instead of within a second of real time.
 type Clock interface {
 	Now() time.Time
+}
+
+// changingClock is a Clock that tells when it moves.
+type changingClock interface {
+	Changed() <-chan struct{}
 }
 
 type systemClock struct{}

@@ -1,8 +1,10 @@
 package queen
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -160,6 +162,17 @@ func (q *queue) leaseTime() time.Duration {
 		return 60 * time.Second
 	}
 	return q.cfg.LeaseTime
+}
+
+// sortedParts lists q's partitions in creation order, so a new group is
+// served them in a reproducible order.
+func (q *queue) sortedParts() []*partition {
+	ps := make([]*partition, 0, len(q.parts))
+	for _, p := range q.parts {
+		ps = append(ps, p)
+	}
+	slices.SortFunc(ps, func(a, b *partition) int { return cmp.Compare(a.pid, b.pid) })
+	return ps
 }
 
 // newQueue creates a queue in memory, under b.mu. The writer persists it.

@@ -156,7 +156,12 @@ func (t *timerWheel) run() {
 	b := t.b
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	cc, _ := b.clock.(changingClock)
 	for {
+		var moved <-chan struct{}
+		if cc != nil {
+			moved = cc.Changed()
+		}
 		b.mu.Lock()
 		now := b.now()
 		t.fire(now)
@@ -170,6 +175,7 @@ func (t *timerWheel) run() {
 		case <-b.stop:
 			return
 		case <-t.kick:
+		case <-moved:
 		case <-timer.C:
 		}
 	}

@@ -64,15 +64,24 @@ func Run(t *testing.T, opts *queen.Options, fn func(t *testing.T, b *queen.Broke
 	}
 }
 
-// Clock is a fake [queen.Clock] that moves only when told to.
+// Clock is a fake [queen.Clock] that moves only when told to. Brokers
+// using it wake their timers when it moves.
 type Clock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu      sync.Mutex
+	now     time.Time
+	changed chan struct{}
 }
 
 // NewClock returns a fake clock set to a fixed, recent instant.
 func NewClock() *Clock {
-	return &Clock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	return &Clock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), changed: make(chan struct{})}
+}
+
+// Changed returns a channel closed the next time the clock moves.
+func (c *Clock) Changed() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changed
 }
 
 // Now returns the fake time.
@@ -86,5 +95,7 @@ func (c *Clock) Now() time.Time {
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
+	close(c.changed)
+	c.changed = make(chan struct{})
 	c.mu.Unlock()
 }
