@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/internal/crashtest"
 )
@@ -55,6 +56,8 @@ func main() {
 	round := flag.Int("round", 0, "round number, part of every transactionId")
 	seed := flag.Uint64("seed", 1, "random seed")
 	runFor := flag.Duration("for", 20*time.Second, "exit by itself after this long")
+	seq := flag.Int("seq", 0, "instead: push this many messages one at a time, then pop and ack each (for syscall tracing)")
+	vlogSize := flag.Int64("vlogsize", 0, "with -seq: open Badger with this value-log file size, through queen.OpenDB")
 	flag.Parse()
 
 	f, err := os.OpenFile(*logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
@@ -71,6 +74,10 @@ func main() {
 	opts := &queen.Options{MaintenanceInterval: 50 * time.Millisecond, GCInterval: 500 * time.Millisecond}
 	if *nosync {
 		opts.Durability = queen.SyncNever
+	}
+	if *seq > 0 {
+		sequential(log, *dir, opts, *seq, *vlogSize)
+		return
 	}
 	b, err := queen.Open(*dir, opts)
 	if err != nil {
@@ -264,4 +271,59 @@ func main() {
 		log.fatal("close: %v", err)
 	}
 	log.write("closed")
+}
+
+// sequential pushes n messages one by one (every third one 1.2 MB, kept
+// in the value log), then pops and acks them one by one. Each call is
+// bracketed by "begin" and "ok" lines, so a syscall trace shows what the
+// broker synced between the two.
+func sequential(log *logger, dir string, opts *queen.Options, n int, vlogSize int64) {
+	opts.MaintenanceInterval, opts.GCInterval = time.Hour, time.Hour
+	var b *queen.Broker
+	var db *badger.DB
+	var err error
+	if vlogSize > 0 {
+		// The options queen.Open uses, with a small value-log file.
+		db, err = badger.Open(badger.DefaultOptions(dir).WithLogger(nil).WithSyncWrites(false).WithNumVersionsToKeep(1).
+			WithCompactL0OnClose(true).WithDetectConflicts(false).WithValueLogFileSize(vlogSize))
+		if err == nil {
+			b, err = queen.OpenDB(db, opts)
+		}
+	} else {
+		b, err = queen.Open(dir, opts)
+	}
+	if err != nil {
+		log.fatal("open: %v", err)
+	}
+	ctx := context.Background()
+	for i := range n {
+		txid := fmt.Sprintf("s%d", i)
+		payload := []byte(fmt.Sprintf(`{"i":%d}`, i))
+		big := i%3 == 2
+		if big {
+			payload = []byte(`"` + strings.Repeat("v", 1200<<10) + `"`)
+		}
+		log.write(fmt.Sprintf("begin push %d %v", i, big))
+		if _, err := b.Push(ctx, []queen.PushItem{{Queue: "seq", TransactionID: txid, Payload: payload}}); err != nil {
+			log.fatal("push: %v", err)
+		}
+		log.write(fmt.Sprintf("ok push %d %v", i, big))
+	}
+	for i := range n {
+		res, err := b.Pop(ctx, queen.PopRequest{Queue: "seq"})
+		if err != nil || len(res.Messages) != 1 {
+			log.fatal("pop %d: %v", i, err)
+		}
+		log.write(fmt.Sprintf("begin ack %d false", i))
+		if _, err := b.AckBatch(ctx, []queen.AckItem{{TransactionID: res.Messages[0].TransactionID, PartitionID: res.Messages[0].PartitionID, LeaseID: res.LeaseID}}); err != nil {
+			log.fatal("ack: %v", err)
+		}
+		log.write(fmt.Sprintf("ok ack %d false", i))
+	}
+	if err := b.Close(); err != nil {
+		log.fatal("close: %v", err)
+	}
+	if db != nil {
+		_ = db.Close()
+	}
 }
