@@ -1,0 +1,177 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/httpapi"
+	"github.com/queenlite/queen/internal/queentest"
+	"github.com/stretchr/testify/require"
+)
+
+// fuzzRoutes are the routes that take client input in a body or a query
+// string. {seg} is replaced by a fuzzed path segment.
+var fuzzRoutes = []struct{ method, path string }{
+	{"POST", "/api/v1/push"},
+	{"GET", "/api/v1/pop/queue/{seg}"},
+	{"GET", "/api/v1/pop/queue/fz/partition/{seg}"},
+	{"POST", "/api/v1/ack"},
+	{"POST", "/api/v1/ack/batch"},
+	{"POST", "/api/v1/transaction"},
+	{"POST", "/api/v1/configure"},
+	{"POST", "/api/v1/consumer-groups/{seg}/queues/fz/seek"},
+	{"POST", "/api/v1/consumer-groups/g/queues/fz/partitions/{seg}/seek"},
+	{"POST", "/api/v1/lease/{seg}/extend"},
+	{"GET", "/api/v1/fetch/queue/fz/partition/{seg}"},
+	{"GET", "/api/v1/pop"},
+}
+
+// FuzzHandlers sends fuzzed bodies, query strings and path segments to the
+// routes that read client input, on a broker holding messages, leases and
+// groups. For every request: no panic, no 500, a JSON body whenever there
+// is a body, and a refused request (4xx) changes nothing the broker
+// reports: no partially applied push, ack, transaction or configure.
+func FuzzHandlers(f *testing.F) {
+	seeds := []struct {
+		route      uint8
+		seg, query string
+		body       string
+	}{
+		{0, "", "", `{"items":[{"queue":"fz","payload":{"a":1}},{"queue":"fz","partition":"p1","transactionId":"t1","payload":[1,2]}]}`},
+		{0, "", "", `{"items":[{"queue":"fz","payload":1},{"queue":"","payload":2}]}`},
+		{0, "", "", `{"items":[{"queue":"fz","payload":1},{"queue":"fz","partition":"` + string(bytes.Repeat([]byte("p"), 256)) + `"}]}`},
+		{0, "", "", `{"items":[]}`},
+		{0, "", "", `{"items":[{"queue":"fz","payload":"\ud800"}]}`},
+		{0, "", "", `{"items":[{"queue":"fz","payload":` + string(bytes.Repeat([]byte("["), 20000)) + `}]}`},
+		{0, "", "", `[`},
+		{1, "fz", "batch=5&wait=false", ``},
+		{1, "fz", "batch=-1&consumerGroup=g&subscriptionMode=all", ``},
+		{1, "fz", "batch=99999999999999999999&leaseSeconds=1e9&partitions=65", ``},
+		{1, "fz", "consumerGroup=c&conflation=true&autoAck=true", ``},
+		{1, "fz", "subscriptionFrom=2026-11-30T12:00:00Z&consumerGroup=late", ``},
+		{1, "fz", "wait=true&timeout=20", ``},
+		{1, "%00", "", ``},
+		{2, "Default", "consumerGroup=g&batch=3", ``},
+		{3, "", "", `{"transactionId":"t1","partitionId":"00000000-0000-8000-8000-000000000001","status":"completed"}`},
+		{3, "", "", `{"transactionId":"t1","partitionId":"x","status":"bogus","consumerGroup":"g"}`},
+		{4, "", "", `{"acknowledgments":[{"transactionId":"t1","partitionId":"x","status":"failed","error":"e"},{"transactionId":""}]}`},
+		{4, "", "", `{"acknowledgments":[]}`},
+		{5, "", "", `{"operations":[{"type":"push","items":[{"queue":"fz","payload":1}]},{"type":"ack","transactionId":"nope","partitionId":"x"}]}`},
+		{5, "", "", `{"operations":[{"type":"push","items":[{"queue":"fz","payload":1}]}]}`},
+		{5, "", "", `{"operations":[{"type":"ack"}]}`},
+		{6, "", "", `{"queue":"fz2","options":{"leaseTime":10,"retryLimit":2,"retentionSeconds":-1}}`},
+		{6, "", "", `{"queue":"fz2","options":{"leaseTime":"x"}}`},
+		{6, "", "", `{"queue":"","options":{}}`},
+		{7, "g", "", `{"toEnd":true}`},
+		{7, "g", "", `{"timestamp":"not a time"}`},
+		{8, "Default", "", `{"timestamp":"2026-11-30T12:00:00Z"}`},
+		{9, "00000000-0000-7000-8000-000000000000", "", `{"seconds":30}`},
+		{9, "x", "", `{"seconds":-5}`},
+		{10, "Default", "from=0&limit=5", ``},
+		{10, "Default", "from=-1&limit=abc", ``},
+		{11, "", "namespace=fz&task=", ``},
+	}
+	for _, s := range seeds {
+		f.Add(s.route, s.seg, s.query, []byte(s.body))
+	}
+	e := newFuzzEnv(f)
+	f.Fuzz(func(t *testing.T, route uint8, seg, query string, body []byte) {
+		rt := fuzzRoutes[int(route)%len(fuzzRoutes)]
+		u := &url.URL{Path: rt.path, RawQuery: query}
+		if seg != "" {
+			u.Path = replaceSeg(rt.path, seg)
+			u.RawPath = replaceSeg(rt.path, url.PathEscape(seg))
+		} else {
+			u.Path = replaceSeg(rt.path, "fz")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, rt.method, "http://queen.test"+u.RequestURI(), bytes.NewReader(body))
+		if err != nil {
+			t.Skip("not a request a client can send")
+		}
+		if len(body) > 0 {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		e.mu.Lock() // requests one at a time, so the state comparison is exact
+		defer e.mu.Unlock()
+		before := e.state(t)
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		if ctx.Err() != nil {
+			return // a long-poll outlived the client; nothing to judge
+		}
+		res := rec.Result()
+		data, _ := io.ReadAll(res.Body)
+		where := rt.method + " " + u.RequestURI() + " " + string(body)
+		require.NotEqual(t, http.StatusInternalServerError, res.StatusCode, "%s: %s", where, data)
+		if len(data) > 0 {
+			require.True(t, json.Valid(data), "%s answered a body that is not JSON: %q", where, data)
+		}
+		if res.StatusCode >= 400 && res.StatusCode < 500 {
+			require.Equal(t, before, e.state(t), "%s was refused (%d: %s) but changed the broker", where, res.StatusCode, data)
+		}
+	})
+}
+
+func replaceSeg(path, seg string) string {
+	return string(bytes.Replace([]byte(path), []byte("{seg}"), []byte(seg), 1))
+}
+
+type fuzzEnv struct {
+	mu sync.Mutex
+	b  *queen.Broker
+	h  http.Handler
+}
+
+// newFuzzEnv opens a broker with a queue "fz" holding messages, a leased
+// batch, a dead letter and two groups.
+func newFuzzEnv(tb testing.TB) *fuzzEnv {
+	clock := queentest.NewClock()
+	b := queentest.NewBroker(tb, &queen.Options{Clock: clock})
+	e := &fuzzEnv{b: b, h: httpapi.New(b, nil)}
+	ctx := context.Background()
+	items := make([]queen.PushItem, 20)
+	for i := range items {
+		items[i] = queen.PushItem{Queue: "fz", TransactionID: "t" + string(rune('a'+i)), Payload: json.RawMessage(`{"i":1}`), Namespace: "fz"}
+	}
+	_, err := b.Push(ctx, items)
+	require.NoError(tb, err)
+	res, err := b.Pop(ctx, queen.PopRequest{Queue: "fz", Group: "g", SubscriptionMode: queen.SubscriptionModeAll, Batch: 2})
+	require.NoError(tb, err)
+	_, err = b.AckBatch(ctx, []queen.AckItem{{TransactionID: res.Messages[0].TransactionID, PartitionID: res.Messages[0].PartitionID, LeaseID: res.LeaseID, Group: "g", Status: queen.AckDLQ}})
+	require.NoError(tb, err)
+	_, err = b.Pop(ctx, queen.PopRequest{Queue: "fz", Batch: 3})
+	require.NoError(tb, err)
+	return e
+}
+
+// state is what the broker reports about every queue, its partitions,
+// cursors, leases and dead letters.
+func (e *fuzzEnv) state(t *testing.T) string {
+	ctx := context.Background()
+	qs, err := e.b.ListQueues(ctx)
+	require.NoError(t, err)
+	var all []any
+	for _, q := range qs {
+		s, err := e.b.QueueStats(ctx, q.Name)
+		require.NoError(t, err)
+		all = append(all, s)
+	}
+	dl, err := e.b.DeadLetters(ctx, queen.LetterFilter{Limit: 1000})
+	require.NoError(t, err)
+	pk, err := e.b.ParkedMessages(ctx, queen.LetterFilter{Limit: 1000})
+	require.NoError(t, err)
+	data, err := json.Marshal([]any{all, dl, pk})
+	require.NoError(t, err)
+	return string(data)
+}
