@@ -93,7 +93,7 @@ func TestCrash_KillAndReopen(t *testing.T) {
 				ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 				require.True(t, ws.Signaled(), "round %d: child ended on its own (%v): %s", round, err, stderr.String())
 				v := verify(t, data, logPath, mode)
-				t.Logf("round %d: %d pushes, %d acks, %d dead letters, %d parked, %d replays confirmed so far", round, v.pushes, v.acks, v.dl, v.pk, v.replays)
+				t.Logf("round %d: %d pushes, %d acks, %d dead letters, %d parked, %d replays, %d transactional hand-offs so far", round, v.pushes, v.acks, v.dl, v.pk, v.replays, v.tx)
 			}
 		})
 	}
@@ -136,7 +136,7 @@ type gpo struct {
 
 type pushKey struct{ queue, part, txid string }
 
-type summary struct{ pushes, acks, dl, pk, replays int }
+type summary struct{ pushes, acks, dl, pk, replays, tx int }
 
 // verify reopens the directory and checks every promise the log records.
 func verify(t *testing.T, data, logPath string, mode queen.Durability) summary {
@@ -199,7 +199,8 @@ func verify(t *testing.T, data, logPath string, mode queen.Durability) summary {
 		byOff map[int64]queen.Record
 	}
 	msgs := map[gp]*stored{} // (queue, partition)
-	for queue, parts := range map[string][]string{crashtest.WorkQueue: crashtest.WorkPartitions, crashtest.RetainQueue: crashtest.RetainPartitions} {
+	for queue, parts := range map[string][]string{crashtest.WorkQueue: crashtest.WorkPartitions, crashtest.RetainQueue: crashtest.RetainPartitions,
+		crashtest.TxQueue: crashtest.TxPartitions, crashtest.OutQueue: crashtest.TxPartitions} {
 		for _, part := range parts {
 			st := &stored{first: -1, byOff: map[int64]queen.Record{}}
 			msgs[gp{queue, part}] = st
@@ -359,6 +360,34 @@ func verify(t *testing.T, data, logPath string, mode queen.Durability) summary {
 				}
 				require.LessOrEqual(t, c.Retries, int32(2), "%s/%s: retries beyond the limit", group, part)
 			}
+		}
+		// Transactions: an input is settled exactly when its output exists.
+		for _, part := range crashtest.TxPartitions {
+			pid, ok := pids[gp{crashtest.TxQueue, part}]
+			if !ok {
+				continue
+			}
+			c := record.Cursor{}
+			if item, err := txn.Get(keys.CursorKey(pid, queen.QueueModeGroup)); err == nil {
+				require.NoError(t, item.Value(func(v []byte) (err error) { c, err = record.DecodeCursor(v); return }))
+			}
+			require.GreaterOrEqual(t, c.Offset, lower[gp{"tx", part}], "%s/%s: transaction ack undone", crashtest.TxQueue, part)
+			settled := map[string]bool{}
+			for off, r := range msgs[gp{crashtest.TxQueue, part}].byOff {
+				if off < c.Offset {
+					settled[r.TransactionID] = true
+				}
+			}
+			outputs := map[string]bool{}
+			for _, r := range msgs[gp{crashtest.OutQueue, part}].byOff {
+				in := strings.TrimPrefix(r.TransactionID, "out:")
+				outputs[in] = true
+				require.True(t, settled[in], "%s/%s: output %s exists but its input is not acked", crashtest.OutQueue, part, r.TransactionID)
+			}
+			for in := range settled {
+				require.True(t, outputs[in], "%s/%s: input %s acked but its output is missing", crashtest.TxQueue, part, in)
+			}
+			sum.tx += len(settled)
 		}
 		return nil
 	})

@@ -1,7 +1,8 @@
 // Package crashtest kills a broker process at random moments and checks
 // what survives. The child program (./child) runs producers, consumers
-// that ack with every status, dead-letter replays and retention against a
-// Badger directory, and logs each operation that returned success; the
+// that ack with every status, dead-letter replays, retention and a
+// consumer that acks its input and pushes its output in one transaction,
+// against a Badger directory, and logs each operation that returned success; the
 // test (crash_test.go) SIGKILLs it, reopens the directory and checks the
 // log against what the broker holds.
 //
@@ -36,6 +37,8 @@ import (
 const (
 	WorkQueue   = "work"   // producers, consumers, dead letters
 	RetainQueue = "retain" // producers and retention, no consumers
+	TxQueue     = "txin"   // read by a consumer that acks and pushes in one transaction
+	OutQueue    = "txout"  // what that consumer pushes: "out:<input transactionId>"
 	NamedGroup  = "g1"
 )
 
@@ -43,6 +46,7 @@ const (
 var (
 	WorkPartitions   = []string{"p0", "p1", "p2", "p3", "p4", "p5"}
 	RetainPartitions = []string{"r0", "r1", "r2"}
+	TxPartitions     = []string{"t0", "t1", "t2"}
 )
 
 // Payload is the payload the child pushes for txid: deterministic, so the

@@ -251,10 +251,47 @@ func main() {
 		}
 	}
 
+	// Reads TxQueue and, per batch, acks it and pushes one output per
+	// input in one transaction.
+	transformer := func() {
+		defer wg.Done()
+		rng := rngFor(300)
+		for !stop.Load() {
+			res, err := b.Pop(ctx, queen.PopRequest{Queue: crashtest.TxQueue, Batch: 1 + rng.IntN(5), Wait: true, Timeout: 100 * time.Millisecond})
+			if err != nil {
+				log.fatal("tx pop: %v", err)
+			}
+			if len(res.Messages) == 0 {
+				continue
+			}
+			tx := b.Transaction()
+			for _, m := range res.Messages {
+				tx.Ack(m, queen.AckCompleted, queen.AckOptions{})
+				tx.Push(queen.PushItem{Queue: crashtest.OutQueue, Partition: m.Partition, TransactionID: "out:" + m.TransactionID, Payload: crashtest.Payload("out:" + m.TransactionID)})
+			}
+			tr, err := tx.Commit(ctx)
+			if err != nil {
+				log.fatal("transaction: %v", err)
+			}
+			var lines []string
+			for _, r := range tr.Results {
+				if r.Push != nil {
+					lines = append(lines, fmt.Sprintf("push %s %s %s %d", crashtest.OutQueue, r.Push.Partition, r.Push.TransactionID, r.Push.Offset))
+				}
+			}
+			m := res.Messages[len(res.Messages)-1]
+			lines = append(lines, fmt.Sprintf("cursor %s %s %d", "tx", m.Partition, m.Offset+1))
+			log.write(lines...)
+		}
+	}
+
 	for i := range 3 {
 		wg.Add(1)
 		go producer(i, crashtest.WorkQueue, crashtest.WorkPartitions)
 	}
+	wg.Add(2)
+	go producer(8, crashtest.TxQueue, crashtest.TxPartitions)
+	go transformer()
 	wg.Add(1)
 	go producer(9, crashtest.RetainQueue, crashtest.RetainPartitions)
 	for i := range 4 {
