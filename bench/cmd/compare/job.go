@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -34,10 +35,11 @@ type Job struct {
 	Tag        string        `json:"tag"` // makes group/consumer names unique per round
 	Profile    string        `json:"profile,omitempty"`
 	JSDedup    bool          `json:"jsDedup,omitempty"`
-	// Experiments: Badger options for queen (through OpenDB) and raw Badger.
-	BadgerMemMB     int `json:"badgerMemMB,omitempty"`
-	BadgerMemtables int `json:"badgerMemtables,omitempty"`
-	BadgerCacheMB   int `json:"badgerCacheMB"` // -1: Badger's default
+	// Experiments: Badger options for system queen-tuned (through OpenDB).
+	Tuned           bool `json:"tuned,omitempty"`
+	BadgerMemMB     int  `json:"badgerMemMB,omitempty"`
+	BadgerMemtables int  `json:"badgerMemtables,omitempty"`
+	BadgerCacheMB   int  `json:"badgerCacheMB"` // -1: Badger's default
 }
 
 // Result is what a child reports.
@@ -50,14 +52,13 @@ type Result struct {
 	P99  float64 `json:"p99,omitempty"`
 	P999 float64 `json:"p999,omitempty"`
 	// Heap bytes (after GC) at points of interest, for scenario 6.
-	HeapLive   int64  `json:"heapLive,omitempty"`
-	HeapReopen int64  `json:"heapReopen,omitempty"`
-	Capped     bool   `json:"capped,omitempty"` // stopped by MaxTime before N
-	Note       string `json:"note,omitempty"`
-	Err        string `json:"err,omitempty"`
-	PeakHeap   int64  `json:"peakHeap,omitempty"` // sampled Go heap objects, bytes
-	RSSKB      int64  `json:"-"`                  // filled by the parent from rusage
-	Wall       float64
+	HeapLive int64  `json:"heapLive,omitempty"`
+	Capped   bool   `json:"capped,omitempty"` // stopped by MaxTime before N
+	Note     string `json:"note,omitempty"`
+	Err      string `json:"err,omitempty"`
+	PeakHeap int64  `json:"peakHeap,omitempty"` // sampled Go heap objects, bytes
+	RSSKB    int64  `json:"-"`                  // filled by the parent from rusage
+	Wall     float64
 }
 
 func (r Result) rate() float64 {
@@ -91,8 +92,20 @@ func runChild(spec string) {
 }
 
 func runJob(j *Job) (Result, error) {
+	if j.Kind == "idle" {
+		// Scenario 6: "queen" runs the busy partitions alone, "queen+idle"
+		// beside j.Idle idle ones.
+		sys, idle := strings.CutSuffix(j.System, "+idle")
+		if !idle {
+			j.Idle = 0
+		}
+		j.System = sys
+	}
 	switch j.System {
 	case "queen":
+		return runQueen(j)
+	case "queen-tuned":
+		j.Tuned = true
 		return runQueen(j)
 	case "jetstream":
 		return runJS(j)

@@ -89,7 +89,7 @@ func main() {
 	flag.IntVar(&c.rounds, "rounds", 0, "rounds per row, systems alternating; the median is reported (default 3; quick 1)")
 	dur := flag.String("durability", "both", "sync (fsync per commit; JetStream sync_interval: always), nosync (JetStream default), or both")
 	scen := flag.String("scenarios", "1,2,3,4,5,6,7,8", "scenarios to run")
-	sys := flag.String("systems", "queen,jetstream,badger,http", "systems to run (http: scenario 8 through httpapi)")
+	sys := flag.String("systems", "queen,jetstream,badger,http", "systems to run (http: scenario 8 through httpapi; queen-tuned: queen with the -badger-* options, an experiment)")
 	flag.StringVar(&c.dir, "dir", "", "work directory (default: a new temporary directory)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory")
 	flag.StringVar(&c.profile, "profile", "", "write CPU and alloc profiles of every measured phase to this directory")
@@ -97,7 +97,7 @@ func main() {
 	flag.DurationVar(&c.childLimit, "child-timeout", 10*time.Minute, "kill a measurement that runs longer")
 	flag.StringVar(&c.out, "out", "", "also write the table (markdown) to this file")
 	flag.BoolVar(&c.verbose, "v", false, "log every measurement")
-	flag.IntVar(&c.badgerMem, "badger-memtable-mb", 0, "experiment: Badger MemTableSize for queen (via OpenDB) and raw Badger; 0 = queen.Open's")
+	flag.IntVar(&c.badgerMem, "badger-memtable-mb", 0, "experiment: Badger MemTableSize of system queen-tuned (queen on queen.OpenDB); 0 = queen.Open's")
 	flag.IntVar(&c.badgerMems, "badger-memtables", 0, "experiment: Badger NumMemtables; 0 = queen.Open's")
 	flag.IntVar(&c.badgerCache, "badger-cache-mb", -1, "experiment: Badger BlockCacheSize in MB; -1 = queen.Open's")
 	flag.Parse()
@@ -221,7 +221,7 @@ func (c *config) rows() []*row {
 		}
 		var sys []string
 		for _, s := range systems {
-			if c.systems[s] || (s == "queen" && c.systems["queen"]) {
+			if c.systems[strings.TrimSuffix(s, "+idle")] {
 				sys = append(sys, s)
 			}
 		}
@@ -235,8 +235,8 @@ func (c *config) rows() []*row {
 		}
 		rows = append(rows, r)
 	}
-	all := []string{"queen", "jetstream", "badger"}
-	brokers := []string{"queen", "jetstream"}
+	all := []string{"queen", "queen-tuned", "jetstream", "badger"}
+	brokers := []string{"queen", "queen-tuned", "jetstream"}
 	for _, sync := range c.durability {
 		for _, p := range c.producers {
 			j := base
@@ -267,17 +267,17 @@ func (c *config) rows() []*row {
 		add("5", fmt.Sprintf("per-key order, %d keys, %d workers", c.orderKeys, c.orderWork), sync, brokers, j, nil)
 	}
 	// Scenario 6 is about memory and CPU, not the disk: one durability.
-	idleSync := !slices.Contains(c.durability, false)
+	// Its "systems" are queen alone and queen beside the idle partitions.
 	{
+		idleSync := !slices.Contains(c.durability, false)
 		j := base
-		j.Kind, j.N, j.Idle = "idle", c.backlog/2, 0
-		add("6", fmt.Sprintf("pop/ack %d over %d busy partitions alone", j.N, c.partitions), idleSync, []string{"queen"}, j, nil)
-		j.Idle = c.idle
-		add("6", fmt.Sprintf("same, beside %d idle partitions", c.idle), idleSync, []string{"queen"}, j, nil)
+		j.Kind, j.N, j.Idle = "idle", c.backlog, c.idle
+		add("6", fmt.Sprintf("pop/ack %d over %d busy partitions, alone vs beside %d idle", j.N, c.partitions, c.idle), idleSync,
+			[]string{"queen", "queen+idle", "queen-tuned", "queen-tuned+idle"}, j, nil)
 	}
 	for _, sync := range c.durability {
 		j := base
-		j.Kind, j.Rate, j.Consumers, j.Producers = "latency", c.rate, 2, 8
+		j.Kind, j.Rate, j.Consumers, j.Producers = "latency", c.rate, 2, 32
 		j.N = int(float64(c.rate) * c.latTime.Seconds())
 		j.MaxTime = c.latTime
 		add("7", fmt.Sprintf("push→handler at %d msg/s", c.rate), sync, brokers, j, func(r *row) { r.latency = true })

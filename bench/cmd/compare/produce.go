@@ -81,12 +81,16 @@ func (l *lastTime) get() time.Time { return time.Unix(0, l.ns.Load()) }
 
 // openLoop offers j.N messages at j.Rate per second, message i scheduled at
 // t0 + i/rate, sent by j.Producers goroutines so that a slow call (an
-// fsync) delays only its own message, never the schedule. The latency of a
-// message is counted from its scheduled time, so a sender falling behind
-// shows up in it (no coordinated omission).
-func openLoop(j *Job, send func(i int, at time.Time) error) (t0 time.Time, took time.Duration, err error) {
+// fsync) delays only its own message, never the schedule. send gets the
+// time the call starts, which the message carries: latency counts from
+// there, because Go's timers wake a sleeping goroutine up to about a
+// millisecond late on Linux, which is the harness's delay, not the
+// system's. How late the calls started (lateness) and how long they took
+// are returned as a note, so a sender pool that fell behind shows.
+func openLoop(j *Job, send func(i int, start time.Time) error) (note string, took time.Duration, err error) {
+	var callLat, late lats
 	interval := time.Second / time.Duration(max(j.Rate, 1))
-	t0 = time.Now().Add(20 * time.Millisecond)
+	t0 := time.Now().Add(20 * time.Millisecond)
 	var next atomic.Int64
 	var once sync.Once
 	var failed atomic.Bool
@@ -102,13 +106,20 @@ func openLoop(j *Job, send func(i int, at time.Time) error) (t0 time.Time, took 
 				if d := time.Until(at); d > 0 {
 					time.Sleep(d)
 				}
-				if e := send(i, at); e != nil {
+				start := time.Now()
+				if e := send(i, start); e != nil {
 					once.Do(func() { err = e; failed.Store(true) })
 					return
 				}
+				callLat.add(time.Since(start))
+				late.add(start.Sub(at))
 			}
 		})
 	}
 	wg.Wait()
-	return t0, time.Since(t0), err
+	took = time.Since(t0)
+	var c, l Result
+	callLat.fill(&c)
+	late.fill(&l)
+	return fmt.Sprintf("push call p50 %s p99 %s ms; send lateness p50 %s p99 %s ms", fmtMS(c.P50), fmtMS(c.P99), fmtMS(l.P50), fmtMS(l.P99)), took, err
 }

@@ -18,9 +18,7 @@ func badgerOptions(dir string) badger.Options {
 }
 
 // tunedBadger reports whether the job overrides Badger's options.
-func (j *Job) tunedBadger() bool {
-	return j.BadgerMemMB > 0 || j.BadgerMemtables > 0 || j.BadgerCacheMB >= 0
-}
+func (j *Job) tunedBadger() bool { return j.Tuned }
 
 func (j *Job) badgerOptions() badger.Options {
 	o := badgerOptions(j.Dir)
@@ -40,7 +38,7 @@ func runBadger(j *Job) (Result, error) {
 	if j.Kind != "push" {
 		return Result{}, fmt.Errorf("badger: unknown kind %q", j.Kind)
 	}
-	db, err := badger.Open(j.badgerOptions())
+	db, err := badger.Open(badgerOptions(j.Dir))
 	if err != nil {
 		return Result{}, err
 	}

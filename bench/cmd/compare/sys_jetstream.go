@@ -516,7 +516,7 @@ func jsLatency(j *Job) (Result, error) {
 	}
 	defer cc.Stop()
 	prof := startProfile(j)
-	_, sent, err := openLoop(j, func(i int, at time.Time) error {
+	note, sent, err := openLoop(j, func(i int, at time.Time) error { // at: the call's start
 		_, err := e.js.Publish(ctx, subs[i%len(subs)], seqPayload(i%len(subs), i, at.UnixNano(), j.Payload))
 		return err
 	})
@@ -535,7 +535,7 @@ func jsLatency(j *Job) (Result, error) {
 	if got.Load() != int64(j.N) || sn.n != int64(j.N) || sn.dups != 0 {
 		return Result{}, fmt.Errorf("verify: consumed %d (%d distinct, %d dups) of %d", got.Load(), sn.n, sn.dups, j.N)
 	}
-	r := Result{Msgs: int64(j.N), Seconds: sent.Seconds()}
+	r := Result{Msgs: int64(j.N), Seconds: sent.Seconds(), Note: note}
 	l.fill(&r)
 	return r, nil
 }

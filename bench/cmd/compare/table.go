@@ -56,10 +56,13 @@ func fmtMS(v float64) string {
 }
 
 var sysLabel = map[string]string{
-	"queen":     "queen",
-	"jetstream": "JetStream",
-	"badger":    "raw Badger",
-	"http":      "queen over HTTP",
+	"queen":            "queen",
+	"jetstream":        "JetStream",
+	"badger":           "raw Badger",
+	"http":             "queen over HTTP",
+	"queen-tuned":      "queen, tuned Badger",
+	"queen+idle":       "queen + idle partitions",
+	"queen-tuned+idle": "queen, tuned Badger + idle partitions",
 }
 
 func renderTable(c *config, rows []*row, preload map[string]Result) string {
@@ -72,7 +75,6 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 		mode, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), c.payload, c.rounds)
 	b.WriteString("| # | scenario | durability | system | msgs/s | p50 ms | p99 ms | peak RSS MB | ours/peer | notes |\n")
 	b.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|---|\n")
-	var alone *row
 	for _, r := range rows {
 		if r.pending != "" {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | - | - | - | - | - | %s |\n", r.scen, r.title, durName(r.sync), strings.Join(labels(r.systems), ", "), r.pending)
@@ -83,9 +85,6 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 			ours, _ = median(rs, r.latency)
 			haveOurs = true
 		}
-		if r.scen == "6" && r.job.Idle == 0 {
-			alone = r
-		}
 		for _, s := range r.systems {
 			rs := r.results[s]
 			if len(rs) == 0 {
@@ -95,21 +94,31 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 			m, rss := median(rs, r.latency)
 			ratio, notes := "", []string{}
 			switch {
+			case strings.HasSuffix(s, "+idle"):
+				if alone := r.results[strings.TrimSuffix(s, "+idle")]; len(alone) > 0 {
+					a, _ := median(alone, false)
+					ratio = fmt.Sprintf("%.2f (idle/alone)", m.rate()/a.rate())
+					perLive := float64(m.HeapLive-a.HeapLive) / float64(r.job.Idle)
+					notes = append(notes, fmt.Sprintf("heap per idle partition: %.0f B", perLive))
+				}
+			case s == "queen-tuned" && haveOurs && ours.rate() > 0:
+				if r.latency {
+					ratio = fmt.Sprintf("%.2f (p99 tuned/default)", m.P99/ours.P99)
+				} else {
+					ratio = fmt.Sprintf("%.2f (tuned/default)", m.rate()/ours.rate())
+				}
 			case r.scen == "8" && s == "http" && haveOurs:
 				ratio = fmt.Sprintf("%.2f (HTTP/in-process)", m.rate()/ours.rate())
 			case r.latency && s != "queen" && haveOurs && m.P99 > 0:
 				ratio = fmt.Sprintf("%.2f (p99 ours/peer, lower is better)", ours.P99/m.P99)
 			case s != "queen" && s != "http" && haveOurs && m.rate() > 0:
 				ratio = fmt.Sprintf("%.2f", ours.rate()/m.rate())
-			case r.scen == "6" && r.job.Idle > 0 && alone != nil && len(alone.results["queen"]) > 0:
-				a, _ := median(alone.results["queen"], false)
-				ratio = fmt.Sprintf("%.2f (vs alone)", m.rate()/a.rate())
-				perLive := float64(m.HeapLive-a.HeapLive) / float64(r.job.Idle)
-				perReopen := float64(m.HeapReopen-a.HeapReopen) / float64(r.job.Idle)
-				notes = append(notes, fmt.Sprintf("heap per idle partition: %.0f B live, %.0f B after reopen", perLive, perReopen))
 			}
 			if r.latency {
 				notes = append(notes, fmt.Sprintf("p999 %s ms", fmtMS(m.P999)))
+			}
+			if m.Note != "" {
+				notes = append(notes, m.Note)
 			}
 			if m.PeakHeap > 0 {
 				notes = append(notes, fmt.Sprintf("Go heap peak %d MB", m.PeakHeap>>20))
