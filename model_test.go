@@ -956,15 +956,19 @@ func (m *model) verify() {
 		if kind == "pk" {
 			list = m.b.ParkedMessages
 		}
-		page, err := list(bg, queen.LetterFilter{Queue: mQueue, Limit: 1000})
-		if err == nil && page.Total > len(page.Letters) {
-			err = fmt.Errorf("%d entries, more than one page", page.Total)
+		var letters []queen.DeadLetter
+		for {
+			page, err := list(bg, queen.LetterFilter{Queue: mQueue, Limit: 1000, Offset: len(letters)})
+			if err != nil {
+				m.fail("list %s: %v", kind, err)
+				return
+			}
+			letters = append(letters, page.Letters...)
+			if len(page.Letters) == 0 || len(letters) >= page.Total {
+				break
+			}
 		}
-		if err != nil {
-			m.fail("list %s: %v", kind, err)
-			return
-		}
-		for _, e := range page.Letters {
+		for _, e := range letters {
 			k := letterKey{kind, e.ConsumerGroup, e.Partition, e.Offset}
 			got[fmt.Sprintf("%s %s %s@%d retries=%d err=%q", kind, e.ConsumerGroup, e.Partition, e.Offset, e.RetryCount, e.Error)]++
 			m.letterID[e.ID] = k
