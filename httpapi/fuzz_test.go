@@ -14,6 +14,7 @@ import (
 
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/httpapi"
+	"github.com/queenlite/queen/internal/leakcheck"
 	"github.com/queenlite/queen/internal/queentest"
 	"github.com/stretchr/testify/require"
 )
@@ -175,3 +176,7 @@ func (e *fuzzEnv) state(t *testing.T) string {
 	require.NoError(t, err)
 	return string(data)
 }
+
+// TestMain fails the package if a handler, a long-poll or a broker leaves
+// a goroutine running after the tests.
+func TestMain(m *testing.M) { leakcheck.Main(m, nil) }

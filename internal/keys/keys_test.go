@@ -8,8 +8,12 @@ import (
 	"testing"
 
 	"github.com/queenlite/queen/internal/keys"
+	"github.com/queenlite/queen/internal/leakcheck"
 	"github.com/stretchr/testify/require"
 )
+
+
+func TestMain(m *testing.M) { leakcheck.Main(m, nil) }
 
 // FuzzKeyRoundTrip checks that message and cursor keys decode to what
 // encoded them, that message keys of a partition sort by offset and stay

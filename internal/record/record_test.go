@@ -3,9 +3,13 @@ package record_test
 import (
 	"testing"
 
+	"github.com/queenlite/queen/internal/leakcheck"
 	"github.com/queenlite/queen/internal/record"
 	"github.com/stretchr/testify/require"
 )
+
+
+func TestMain(m *testing.M) { leakcheck.Main(m, nil) }
 
 // FuzzDecodeMessage feeds arbitrary bytes to the decoders: they must never
 // panic, and whatever decodes must survive encode + decode unchanged (the
