@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-
 func TestMain(m *testing.M) { leakcheck.Main(m, nil) }
 
 // FuzzKeyRoundTrip checks that message and cursor keys decode to what

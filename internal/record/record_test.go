@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-
 func TestMain(m *testing.M) { leakcheck.Main(m, nil) }
 
 // FuzzDecodeMessage feeds arbitrary bytes to the decoders: they must never
