@@ -69,9 +69,9 @@ func main() {
 	child := flag.String("child", "", "internal: run one job (JSON) and report")
 	var c config
 	flag.BoolVar(&c.quick, "quick", false, "small sizes and short time caps (under a minute); for CI smoke runs")
-	flag.IntVar(&c.n, "n", 0, "messages per push row (default 200000; quick 20000)")
-	flag.IntVar(&c.backlog, "backlog", 0, "preloaded backlog for scenarios 3 and 4 (default 1000000; quick 50000)")
-	flag.IntVar(&c.orderN, "order-n", 0, "messages in scenario 5 (default 200000; quick 20000)")
+	flag.IntVar(&c.n, "n", 0, "messages per push row (default 200000; quick 10000)")
+	flag.IntVar(&c.backlog, "backlog", 0, "preloaded backlog for scenarios 3 and 4 (default 1000000; quick 30000); scenarios 6 and 8 use half")
+	flag.IntVar(&c.orderN, "order-n", 0, "messages in scenario 5 (default 200000; quick 10000)")
 	flag.IntVar(&c.payload, "payload", 256, "payload size in bytes")
 	prods := flag.String("producers", "1,64", "concurrent producers for scenario 1 (comma list)")
 	prods2 := flag.String("producers-batch", "1,4", "concurrent producers for scenario 2 (comma list)")
@@ -82,10 +82,10 @@ func main() {
 	flag.IntVar(&c.orderWork, "order-workers", 16, "workers in scenario 5")
 	flag.IntVar(&c.orderKeys, "order-keys", 1000, "keys (partitions) in scenario 5")
 	flag.IntVar(&c.batch, "batch", 100, "pop / fetch batch")
-	flag.IntVar(&c.idle, "idle", 0, "idle partitions in scenario 6 (default 100000; quick 20000)")
+	flag.IntVar(&c.idle, "idle", 0, "idle partitions in scenario 6 (default 100000; quick 10000)")
 	flag.IntVar(&c.rate, "rate", 2000, "offered load of scenario 7, msgs/s")
-	flag.DurationVar(&c.latTime, "latency-time", 0, "duration of scenario 7 (default 10s; quick 2s)")
-	flag.DurationVar(&c.maxTime, "max-time", 0, "time cap of one measured phase (default 10s; quick 1s); a capped row measures what it did")
+	flag.DurationVar(&c.latTime, "latency-time", 0, "duration of scenario 7 (default 10s; quick 1s)")
+	flag.DurationVar(&c.maxTime, "max-time", 0, "time cap of one measured phase (default 4s; quick 0.5s); a capped row measures what it did")
 	flag.IntVar(&c.rounds, "rounds", 0, "rounds per row, systems alternating; the median is reported (default 3; quick 1)")
 	dur := flag.String("durability", "both", "sync (fsync per commit; JetStream sync_interval: always), nosync (JetStream default), or both")
 	scen := flag.String("scenarios", "1,2,3,4,5,6,7,8", "scenarios to run")
@@ -94,7 +94,7 @@ func main() {
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory")
 	flag.StringVar(&c.profile, "profile", "", "write CPU and alloc profiles of every measured phase to this directory")
 	flag.BoolVar(&c.jsDedup, "js-dedup", false, "give every JetStream publish a Nats-Msg-Id, as queen always deduplicates by transaction id")
-	flag.DurationVar(&c.childLimit, "child-timeout", 10*time.Minute, "kill a measurement that runs longer")
+	flag.DurationVar(&c.childLimit, "child-timeout", 0, "kill a measurement that runs longer, as a hang (default 10m; quick 2m)")
 	flag.StringVar(&c.out, "out", "", "also write the table (markdown) to this file")
 	flag.BoolVar(&c.verbose, "v", false, "log every measurement")
 	flag.IntVar(&c.badgerMem, "badger-memtable-mb", 0, "experiment: Badger MemTableSize of system queen-tuned (queen on queen.OpenDB); 0 = queen.Open's")
@@ -148,13 +148,14 @@ func (c *config) defaults() {
 			}
 		}
 	}
-	pick(&c.n, 200000, 20000)
-	pick(&c.backlog, 1000000, 50000)
-	pick(&c.orderN, 200000, 20000)
-	pick(&c.idle, 100000, 20000)
+	pick(&c.n, 200000, 10000)
+	pick(&c.backlog, 1000000, 30000)
+	pick(&c.orderN, 200000, 10000)
+	pick(&c.idle, 100000, 10000)
 	pick(&c.rounds, 3, 1)
-	pickD(&c.latTime, 10*time.Second, 2*time.Second)
-	pickD(&c.maxTime, 10*time.Second, time.Second)
+	pickD(&c.latTime, 10*time.Second, time.Second)
+	pickD(&c.maxTime, 4*time.Second, 500*time.Millisecond)
+	pickD(&c.childLimit, 10*time.Minute, 2*time.Minute)
 }
 
 func fatal(err error) {
@@ -271,7 +272,7 @@ func (c *config) rows() []*row {
 	{
 		idleSync := !slices.Contains(c.durability, false)
 		j := base
-		j.Kind, j.N, j.Idle = "idle", c.backlog, c.idle
+		j.Kind, j.N, j.Idle = "idle", c.backlog/2, c.idle
 		add("6", fmt.Sprintf("pop/ack %d over %d busy partitions, alone vs beside %d idle", j.N, c.partitions, c.idle), idleSync,
 			[]string{"queen", "queen+idle", "queen-tuned", "queen-tuned+idle"}, j, nil)
 	}
