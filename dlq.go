@@ -239,6 +239,13 @@ func (b *Broker) deleteLetter(ctx context.Context, kind byte, id string) error {
 	return waitCtx(ctx, done)
 }
 
+// partitionLive reports whether pid names an existing partition.
+func (b *Broker) partitionLive(pid uint64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return pid < uint64(len(b.parts)) && b.parts[pid] != nil
+}
+
 func (b *Broker) closedErr() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -271,6 +278,9 @@ func (b *Broker) listLetters(kind byte, f LetterFilter) (*LetterPage, error) {
 				return err
 			}
 			lr := &e.lr
+			if !b.partitionLive(lr.PID) {
+				continue // of a deleted queue, being swept
+			}
 			if (f.Queue != "" && lr.Queue != f.Queue) || (f.ConsumerGroup != "" && lr.Group != f.ConsumerGroup) ||
 				(f.Partition != "" && lr.Partition != f.Partition) ||
 				(!f.From.IsZero() && lr.FailedAt < f.From.UnixMicro()) || (!f.To.IsZero() && lr.FailedAt > f.To.UnixMicro()) {
@@ -312,40 +322,4 @@ func (b *Broker) listLetters(kind byte, f LetterFilter) (*LetterPage, error) {
 		})
 	}
 	return page, nil
-}
-
-// deleteLettersOf removes the dead letters and parked messages of a queue.
-func (b *Broker) deleteLettersOf(ctx context.Context, queue string) error {
-	var ops []op
-	err := b.db.View(func(txn *badger.Txn) error {
-		for _, kind := range []byte{keys.DeadLetter, keys.Parked} {
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kind}, PrefetchValues: true})
-			for it.Rewind(); it.Valid(); it.Next() {
-				var lr letterRecord
-				if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &lr) }); err != nil {
-					it.Close()
-					return err
-				}
-				if lr.Queue == queue {
-					ops = append(ops, op{key: it.Item().KeyCopy(nil), del: true})
-				}
-			}
-			it.Close()
-		}
-		return nil
-	})
-	if err != nil {
-		return storageErr("delete dead letters", err)
-	}
-	for len(ops) > 0 {
-		n := min(len(ops), 10000)
-		b.mu.Lock()
-		done := b.w.submit(ops[:n])
-		b.mu.Unlock()
-		if err := waitCtx(ctx, done); err != nil {
-			return err
-		}
-		ops = ops[n:]
-	}
-	return nil
 }

@@ -17,10 +17,15 @@ import (
 // ready lists. Leases are not stored: none survive a restart.
 func (b *Broker) load() error {
 	err := b.db.View(func(txn *badger.Txn) error {
+		dead, sweeps, err := b.loadTombstones(txn)
+		if err != nil {
+			return err
+		}
+		b.sweeps = sweeps
 		if err := b.loadQueues(txn); err != nil {
 			return err
 		}
-		if err := b.loadPartitions(txn); err != nil {
+		if err := b.loadPartitions(txn, dead); err != nil {
 			return err
 		}
 		if err := b.loadGroups(txn); err != nil {
@@ -73,7 +78,10 @@ func (b *Broker) loadQueues(txn *badger.Txn) error {
 	})
 }
 
-func (b *Broker) loadPartitions(txn *badger.Txn) error {
+func (b *Broker) loadPartitions(txn *badger.Txn, dead map[uint64]bool) error {
+	for pid := range dead {
+		b.reservePID(pid)
+	}
 	err := scan(txn, []byte{keys.Partition}, func(k, v []byte) error {
 		if len(k) != 9 {
 			return nil
@@ -82,13 +90,15 @@ func (b *Broker) loadPartitions(txn *badger.Txn) error {
 		if err := json.Unmarshal(v, &m); err != nil {
 			return err
 		}
-		q := b.queues[m.Queue]
-		if q == nil {
-			return nil // its queue was deleted; the sweep finishes the job
-		}
 		pid := binary.BigEndian.Uint64(k[1:])
-		for uint64(len(b.parts)) <= pid {
-			b.parts = append(b.parts, nil)
+		b.reservePID(pid)
+		if dead[pid] {
+			return nil // its queue is being deleted
+		}
+		q := b.queues[m.Queue]
+		if q == nil { // its queue is gone without a tombstone
+			b.sweeps = append(b.sweeps, b.orphanSweep(k))
+			return nil
 		}
 		p := &partition{q: q, pid: pid, rnd: m.Rand, name: m.Name, createdAt: m.CreatedAt, first: m.First, next: max(m.First, m.Next), holes: m.Holes, persisted: true}
 		b.parts[pid] = p
@@ -174,9 +184,13 @@ func (b *Broker) loadLetterCounts(txn *badger.Txn) error {
 		err := scan(txn, []byte{kind}, func(k, v []byte) error {
 			var lr struct {
 				Queue string `json:"q"`
+				PID   uint64 `json:"pid"`
 			}
 			if err := json.Unmarshal(v, &lr); err != nil {
 				return err
+			}
+			if lr.PID >= uint64(len(b.parts)) || b.parts[lr.PID] == nil {
+				return nil // of a deleted queue, being swept
 			}
 			if q := b.queues[lr.Queue]; q != nil {
 				if kind == keys.DeadLetter {

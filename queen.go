@@ -196,6 +196,7 @@ type Broker struct {
 	stop     chan struct{}
 	bg       sync.WaitGroup
 	consumer consumerSet
+	sweeps   []func() error // unfinished queue deletions found by load
 	counters counters
 }
 
@@ -271,6 +272,16 @@ func newBroker(db *badger.DB, o Options) (*Broker, error) {
 	go func() { defer b.bg.Done(); b.w.run() }()
 	go func() { defer b.bg.Done(); b.timers.run() }()
 	go func() { defer b.bg.Done(); b.maintain() }()
+	for _, sweep := range b.sweeps {
+		b.bg.Add(1)
+		go func() {
+			defer b.bg.Done()
+			if err := sweep(); err != nil && err != ErrClosed {
+				b.log.Warn("queen: finishing a queue deletion", "err", err)
+			}
+		}()
+	}
+	b.sweeps = nil
 	return b, nil
 }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/queenlite/queen/internal/keys"
 	"github.com/queenlite/queen/internal/uuid"
 )
@@ -242,99 +241,6 @@ func (b *Broker) DescribeQueue(ctx context.Context, name string) (*QueueInfo, er
 		return nil, ErrNotFound
 	}
 	return q.info(), nil
-}
-
-// DeleteQueue deletes a queue with its partitions, messages, cursors,
-// leases, group metadata, dead letters, parked messages and traces. It
-// reports whether the queue existed.
-func (b *Broker) DeleteQueue(ctx context.Context, name string) (existed bool, err error) {
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
-		return false, err
-	}
-	q := b.queues[name]
-	if q == nil {
-		b.mu.Unlock()
-		return false, nil
-	}
-	delete(b.queues, name)
-	pids := make([]uint64, 0, len(q.parts))
-	for _, p := range q.parts {
-		for _, c := range p.cursors {
-			if c != nil && c.fl != nil {
-				b.dropLease(c)
-			}
-		}
-		b.parts[p.pid] = nil
-		p.deleted = true
-		pids = append(pids, p.pid)
-	}
-	for _, g := range q.groups {
-		g.deleted = true
-		g.waiters.wakeAll()
-	}
-	b.mu.Unlock()
-
-	// The queue is gone from memory; now remove its keys. Prefix deletes go
-	// through the writer so they order after any write already queued.
-	prefixes := [][]byte{keys.QueueKey(name), keys.GroupPrefix(name)}
-	for _, pid := range pids {
-		for _, kind := range []byte{keys.Partition, keys.Message, keys.TxID, keys.Cursor, keys.Trace} {
-			prefixes = append(prefixes, keys.PartitionScoped(kind, pid))
-		}
-	}
-	if err := b.deletePrefixes(ctx, prefixes, true); err != nil {
-		return true, err
-	}
-	if err := b.deleteLettersOf(ctx, name); err != nil {
-		return true, err
-	}
-	return true, nil
-}
-
-// deletePrefixes deletes every key under the given prefixes, in chunks
-// that fit a storage transaction. With firstExact, prefixes[0] is one key.
-func (b *Broker) deletePrefixes(ctx context.Context, prefixes [][]byte, firstExact bool) error {
-	const chunk = 10000
-	submit := func(ops []op) error {
-		b.mu.Lock()
-		done := b.w.submit(ops)
-		b.mu.Unlock()
-		return waitCtx(ctx, done)
-	}
-	if firstExact {
-		if err := submit([]op{{key: prefixes[0], del: true}}); err != nil {
-			return err
-		}
-		prefixes = prefixes[1:]
-	}
-	for _, prefix := range prefixes {
-		for {
-			var ops []op
-			err := b.db.View(func(txn *badger.Txn) error {
-				it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
-				defer it.Close()
-				for it.Rewind(); it.Valid() && len(ops) < chunk; it.Next() {
-					ops = append(ops, op{key: it.Item().KeyCopy(nil), del: true})
-				}
-				return nil
-			})
-			if err != nil {
-				return storageErr("delete", err)
-			}
-			if len(ops) == 0 {
-				break
-			}
-			if err := submit(ops); err != nil {
-				return err
-			}
-			if len(ops) < chunk {
-				break
-			}
-		}
-	}
-	return nil
 }
 
 // checkName validates a queue, partition or group name.

@@ -23,7 +23,6 @@ import (
 // directly.
 func TestDefect_InterruptedQueueDeleteLeaksIntoNewQueue(t *testing.T) {
 	t.Parallel()
-	t.Skip("defect: interrupted DeleteQueue leaves orphans whose partition ids are reused")
 	ctx := context.Background()
 	db, err := badger.Open(badger.DefaultOptions(t.TempDir()).WithLogger(nil))
 	require.NoError(t, err)

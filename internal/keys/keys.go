@@ -14,6 +14,7 @@
 //	D id                        dead letter
 //	K id                        parked message
 //	R pid txid 0x00 traceid     trace event
+//	X id                        tombstone of a queue being deleted
 package keys
 
 import "encoding/binary"
@@ -29,6 +30,7 @@ const (
 	DeadLetter byte = 'D'
 	Parked     byte = 'K'
 	Trace      byte = 'R'
+	Tombstone  byte = 'X'
 )
 
 // QueueKey is the metadata key of a queue.
