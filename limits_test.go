@@ -475,12 +475,10 @@ func writeAndExpire(t *testing.T, mib int) diskNumbers {
 	_, err = b.ConfigureQueue(bg, "disk", cfg)
 	require.NoError(t, err)
 
-	rnd := rand.New(rand.NewPCG(1, 2))
+	rnd := rand.NewChaCha8([32]byte{1})
 	payload := func(n int) json.RawMessage {
 		raw := make([]byte, n*3/4)
-		for i := range raw {
-			raw[i] = byte(rnd.Uint32())
-		}
+		_, _ = rnd.Read(raw)
 		return json.RawMessage(`"` + base64.StdEncoding.EncodeToString(raw) + `"`)
 	}
 	const chunk = 8 << 20 // per fake minute: one 2 MiB payload and 96 of 64 KiB
