@@ -11,17 +11,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestDefect_InterruptedQueueDeleteLeaksIntoNewQueue: DeleteQueue removes
-// the queue's metadata key in its first commit and its partitions,
-// messages, dedup entries and cursors in later ones. If the process dies
-// between them (or the caller's context ends: DeleteQueue returns and
-// never submits the rest), the next open skips the orphaned partitions
-// but does not delete them, and a partition created later reuses an
-// orphan's internal id: a push to a brand-new queue is then reported a
-// duplicate of a message of the deleted queue, and is not stored. The
+// TestCrash_InterruptedQueueDeleteDoesNotLeak: DeleteQueue removes the
+// queue's metadata in its first commit and its partitions, messages, dedup
+// entries and cursors in later ones. A process that dies between them (or
+// a caller whose context ends) leaves the rest on disk. Found as a defect:
+// the next open skipped the orphans without deleting them, and a partition
+// created later reused an orphan's internal id, so a push to a brand-new
+// queue was reported a duplicate of a deleted message and not stored. The
 // state after the first commit is made here by deleting the metadata key
-// directly.
-func TestDefect_InterruptedQueueDeleteLeaksIntoNewQueue(t *testing.T) {
+// directly, as an old broker would have left it.
+func TestCrash_InterruptedQueueDeleteDoesNotLeak(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, err := badger.Open(badger.DefaultOptions(t.TempDir()).WithLogger(nil))
