@@ -45,6 +45,7 @@ type ArgumentError struct {
 	Reason string // what is wrong with it
 }
 
+// Error describes the invalid input.
 func (e *ArgumentError) Error() string {
 	return fmt.Sprintf("queen: invalid %s: %s", e.Field, e.Reason)
 }
@@ -63,6 +64,7 @@ type TransactionError struct {
 	Err   error // the cause, e.g. ErrNotFound or ErrLeaseExpired
 }
 
+// Error says which operation aborted the transaction, and why.
 func (e *TransactionError) Error() string {
 	return fmt.Sprintf("queen: transaction aborted at operation %d: %v", e.Index, e.Err)
 }

@@ -29,6 +29,7 @@ const (
 	SyncNever
 )
 
+// String names the mode.
 func (d Durability) String() string {
 	switch d {
 	case SyncEveryCommit:
