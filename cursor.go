@@ -157,6 +157,15 @@ func (a *attempts) get(off int64) int32 {
 	return n
 }
 
+// wakeAll ends the wait of every pop parked on g, of any partition or of
+// one (when the broker closes, or the group or its queue goes away).
+func (g *group) wakeAll() {
+	g.waiters.wakeAll()
+	for _, wl := range g.partWaiters {
+		wl.wakeAll()
+	}
+}
+
 // ready list -------------------------------------------------------------
 
 func (g *group) pushReady(c *cursor) {

@@ -75,21 +75,21 @@ type letterSpec struct {
 }
 
 type letterRecord struct {
-	Queue       string          `json:"q"`
-	Partition   string          `json:"p"`
-	PID         uint64          `json:"pid"`
-	Offset      int64           `json:"o"`
-	MessageID   string          `json:"m"`
-	TxID        string          `json:"t"`
-	TraceID     string          `json:"tr,omitempty"`
-	ProducerSub string          `json:"ps,omitempty"`
-	Group       string          `json:"g"`
-	Error       string          `json:"e"`
-	RetryCount  int             `json:"rc"`
-	CreatedAt   int64           `json:"c"`
-	FailedAt    int64           `json:"f"`
-	Payload     json.RawMessage `json:"d,omitempty"`
-	Sealed      []byte          `json:"s,omitempty"`
+	Queue       string `json:"q"`
+	Partition   string `json:"p"`
+	PID         uint64 `json:"pid"`
+	Offset      int64  `json:"o"`
+	MessageID   string `json:"m"`
+	TxID        string `json:"t"`
+	TraceID     string `json:"tr,omitempty"`
+	ProducerSub string `json:"ps,omitempty"`
+	Group       string `json:"g"`
+	Error       string `json:"e"`
+	RetryCount  int    `json:"rc"`
+	CreatedAt   int64  `json:"c"`
+	FailedAt    int64  `json:"f"`
+	Payload     []byte `json:"d,omitempty"` // as pushed, byte for byte (base64 in the record)
+	Sealed      []byte `json:"s,omitempty"`
 }
 
 // letterOps builds the writes that move messages of c's partition to the

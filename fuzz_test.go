@@ -86,7 +86,6 @@ func TestPayload_NestingLimit(t *testing.T) {
 // the bytes pushed, while a pop returns them exactly.
 func TestDefect_DeadLetterPayloadNotByteExact(t *testing.T) {
 	t.Parallel()
-	t.Skip("defect: dead-letter and replayed payloads are re-encoded")
 	for _, p := range []string{` {"a" : 1} `, `{"html":"<b>&</b>"}`, "[1,\n2]"} {
 		b := queentest.NewBroker(t, nil)
 		pushOne(t, b, "dl", "", "tx", p)

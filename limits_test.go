@@ -415,7 +415,6 @@ func TestLimits_MessageThatKillsItsHandler(t *testing.T) {
 // ErrClosed. Deleting the queue or the group leaves them parked the same way.
 func TestDefect_CloseLeavesPartitionWaitersParked(t *testing.T) {
 	t.Parallel()
-	t.Skip("defect: Close does not wake pops waiting on a named partition")
 	b, err := queen.Open("", &queen.Options{InMemory: true})
 	require.NoError(t, err)
 	pushN(t, b, "pw", "p", 1)

@@ -300,7 +300,7 @@ func (b *Broker) Close() error {
 	b.closed = true
 	for _, q := range b.queues {
 		for _, g := range q.groups {
-			g.waiters.wakeAll()
+			g.wakeAll()
 		}
 	}
 	for _, wl := range b.queueWait {

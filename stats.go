@@ -275,7 +275,7 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 			g.deleted = true
 			q.slots[g.slot] = nil
 			delete(q.groups, name)
-			g.waiters.wakeAll()
+			g.wakeAll()
 			ops = append(ops, op{key: keys.GroupKey(q.name, name), del: true})
 		} else {
 			ops = append(ops, op{key: keys.GroupKey(q.name, name), val: g.meta()})

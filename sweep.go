@@ -75,7 +75,7 @@ func (b *Broker) unlinkQueue(ctx context.Context, name string) ([]byte, tombston
 	ops := []op{{key: keys.QueueKey(name), del: true}}
 	for gname, g := range q.groups {
 		g.deleted = true
-		g.waiters.wakeAll()
+		g.wakeAll()
 		ops = append(ops, op{key: keys.GroupKey(name, gname), del: true})
 	}
 	tk := tombstoneKey(uuid.NewV4())
