@@ -2,7 +2,9 @@ package queen
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"sort"
 	"strings"
 	"time"
@@ -88,9 +90,36 @@ type letterRecord struct {
 	RetryCount  int    `json:"rc"`
 	CreatedAt   int64  `json:"c"`
 	FailedAt    int64  `json:"f"`
-	Payload     []byte `json:"d,omitempty"` // as pushed, byte for byte (base64 in the record)
-	Sealed      []byte `json:"s,omitempty"`
+	Encrypted   bool   `json:"x,omitempty"` // Payload is sealed (see crypto.go)
+	Payload     []byte `json:"-"`           // as stored, byte for byte
 }
+
+// maxLetterError bounds the error text kept with a dead letter.
+const maxLetterError = 4 << 10
+
+// encodeLetter stores a letter as a JSON header followed by the raw
+// payload, so the payload is kept byte for byte and costs its own size.
+func encodeLetter(lr *letterRecord) []byte {
+	head, _ := json.Marshal(lr)
+	out := binary.AppendUvarint(make([]byte, 0, len(head)+len(lr.Payload)+4), uint64(len(head)))
+	out = append(out, head...)
+	return append(out, lr.Payload...)
+}
+
+// decodeLetter reads encodeLetter's form; the payload is copied.
+func decodeLetter(v []byte, lr *letterRecord) error {
+	n, k := binary.Uvarint(v)
+	if k <= 0 || uint64(len(v)-k) < n {
+		return errCorruptLetter
+	}
+	if err := json.Unmarshal(v[k:k+int(n)], lr); err != nil {
+		return err
+	}
+	lr.Payload = append([]byte(nil), v[k+int(n):]...)
+	return nil
+}
+
+var errCorruptLetter = errors.New("queen: corrupt dead-letter record")
 
 // letterOps builds the writes that move messages of c's partition to the
 // dead-letter or parked store. Under b.mu (it reads the messages).
@@ -109,19 +138,14 @@ func (b *Broker) letterOps(c *cursor, specs []letterSpec, now int64) ([]op, erro
 					return err
 				}
 				lr.MessageID, lr.TraceID, lr.ProducerSub, lr.CreatedAt = uuid.UUID(m.ID).String(), m.TraceID, m.ProducerSub, m.CreatedAt
-				if m.Flags&record.FlagEncrypted != 0 {
-					lr.Sealed = m.Payload
-				} else {
-					lr.Payload = m.Payload
-				}
+				lr.Payload, lr.Encrypted = m.Payload, m.Flags&record.FlagEncrypted != 0
 			case err != badger.ErrKeyNotFound: // deleted by retention: keep what we know
 				return err
 			}
-			val, err := json.Marshal(&lr)
-			if err != nil {
-				return err
+			if len(lr.Error) > maxLetterError {
+				lr.Error = lr.Error[:maxLetterError]
 			}
-			ops = append(ops, op{key: keys.IDKey(s.kind, uuid.NewV4()), val: val})
+			ops = append(ops, op{key: keys.IDKey(s.kind, uuid.NewV4()), val: encodeLetter(&lr)})
 			if s.kind == keys.DeadLetter {
 				p.q.dlqCount++
 			} else {
@@ -186,7 +210,7 @@ func (b *Broker) getLetter(kind byte, id string) (letterRecord, error) {
 		if err != nil {
 			return err
 		}
-		return item.Value(func(v []byte) error { return json.Unmarshal(v, &lr) })
+		return item.Value(func(v []byte) error { return decodeLetter(v, &lr) })
 	})
 	return lr, storageErr("read dead letter", err)
 }
@@ -199,9 +223,9 @@ func (b *Broker) replayLetter(ctx context.Context, kind byte, prefix, id string)
 	if err != nil {
 		return nil, err
 	}
-	payload := []byte(lr.Payload)
-	if lr.Sealed != nil {
-		if payload, err = b.open(lr.Sealed); err != nil {
+	payload := lr.Payload
+	if lr.Encrypted {
+		if payload, err = b.open(lr.Payload); err != nil {
 			return nil, err
 		}
 	}
@@ -274,7 +298,7 @@ func (b *Broker) listLetters(kind byte, f LetterFilter) (*LetterPage, error) {
 		for it.Rewind(); it.Valid(); it.Next() {
 			var e entry
 			copy(e.id[:], it.Item().Key()[1:])
-			if err := it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &e.lr) }); err != nil {
+			if err := it.Item().Value(func(v []byte) error { return decodeLetter(v, &e.lr) }); err != nil {
 				return err
 			}
 			lr := &e.lr
@@ -302,9 +326,9 @@ func (b *Broker) listLetters(kind byte, f LetterFilter) (*LetterPage, error) {
 	page := &LetterPage{Total: len(all), Letters: []DeadLetter{}}
 	for i := f.Offset; i < len(all) && len(page.Letters) < f.Limit; i++ {
 		lr := &all[i].lr
-		payload := []byte(lr.Payload)
-		if lr.Sealed != nil {
-			if p, err := b.open(lr.Sealed); err == nil {
+		payload := lr.Payload
+		if lr.Encrypted {
+			if p, err := b.open(lr.Payload); err == nil {
 				payload = p
 			}
 		}

@@ -184,15 +184,15 @@ func TestLimits_16MiBPayload(t *testing.T) {
 	}
 }
 
-// TestDefect_InMemoryPayloadOverOneMiB: Badger's in-memory mode refuses
-// values over 1 MiB. A push of a 2 MiB payload fails with the raw storage
-// error, whose text carries a hex dump of the whole value; worse, a
-// message just under 1 MiB is accepted, but dead-lettering it writes a
-// slightly larger record, the commit fails and the broker stops serving
-// every call.
+// TestDefect_InMemoryPayloadOverOneMiB (fixed): Badger's in-memory mode
+// refuses values over 1 MiB. A push of a 2 MiB payload used to fail with
+// the raw storage error, whose text carried a hex dump of the whole value;
+// worse, a message just under 1 MiB was accepted, but dead-lettering it
+// wrote a larger record, the commit failed and the broker stopped serving.
+// Now payloads over queen.MaxInMemoryPayload are refused with ErrTooLarge
+// and a dead letter of one at the limit fits.
 func TestDefect_InMemoryPayloadOverOneMiB(t *testing.T) {
 	t.Parallel()
-	t.Skip("defect: in-memory broker and payloads near or over 1 MiB")
 	b := queentest.NewBroker(t, nil)
 	res, err := b.Push(bg, []queen.PushItem{{Queue: "mem", Payload: json.RawMessage(`"` + strings.Repeat("x", 2<<20) + `"`)}})
 	if err != nil {
@@ -201,10 +201,21 @@ func TestDefect_InMemoryPayloadOverOneMiB(t *testing.T) {
 	} else {
 		require.Equal(t, queen.PushQueued, res[0].Status)
 	}
-	pushOne(t, b, "mem2", "", "near", `"`+strings.Repeat("x", 1048400)+`"`)
+	// At the documented limit a message is stored and can be dead-lettered
+	// (with a long error text); one byte more is refused.
+	atLimit := `"` + strings.Repeat("x", queen.MaxInMemoryPayload-2) + `"`
+	pushOne(t, b, "mem2", "", "near", atLimit)
+	_, err = b.Push(bg, []queen.PushItem{{Queue: "mem2", Payload: json.RawMessage(atLimit + " ")}})
+	require.ErrorIs(t, err, queen.ErrTooLarge)
 	got := pop(t, b, queen.PopRequest{Queue: "mem2"})
 	require.Len(t, got.Messages, 1)
-	_, _ = b.AckBatch(bg, ackItems(got.Messages, queen.AckDLQ))
+	items := ackItems(got.Messages, queen.AckDLQ)
+	items[0].Error = strings.Repeat("e", 64<<10)
+	_, err = b.AckBatch(bg, items)
+	require.NoError(t, err)
+	page, err := b.DeadLetters(bg, queen.LetterFilter{Queue: "mem2"})
+	require.NoError(t, err)
+	require.Equal(t, atLimit, string(page.Letters[0].Payload))
 	_, err = b.Push(bg, []queen.PushItem{{Queue: "mem2", Payload: json.RawMessage(`1`)}})
 	require.NoError(t, err, "one dead letter stopped the broker")
 }

@@ -182,11 +182,8 @@ func (b *Broker) loadCursors(txn *badger.Txn) error {
 func (b *Broker) loadLetterCounts(txn *badger.Txn) error {
 	for _, kind := range []byte{keys.DeadLetter, keys.Parked} {
 		err := scan(txn, []byte{kind}, func(k, v []byte) error {
-			var lr struct {
-				Queue string `json:"q"`
-				PID   uint64 `json:"pid"`
-			}
-			if err := json.Unmarshal(v, &lr); err != nil {
+			var lr letterRecord
+			if err := decodeLetter(v, &lr); err != nil {
 				return err
 			}
 			if lr.PID >= uint64(len(b.parts)) || b.parts[lr.PID] == nil {

@@ -170,7 +170,7 @@ func (b *Broker) lettersOf(pids map[uint64]bool) (map[letterKey]*letterHit, erro
 		for _, kind := range []byte{keys.DeadLetter, keys.Parked} {
 			err := scan(txn, []byte{kind}, func(k, v []byte) error {
 				var lr letterRecord
-				if err := json.Unmarshal(v, &lr); err != nil {
+				if err := decodeLetter(v, &lr); err != nil {
 					return err
 				}
 				if pids != nil && !pids[lr.PID] {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -171,6 +172,12 @@ func (it *PushItem) normalize(i int) error {
 	return nil
 }
 
+// MaxInMemoryPayload is the largest payload an in-memory broker stores:
+// Badger's in-memory mode keeps no value log and caps each value at 1 MiB,
+// and a message's dead-letter copy must fit too. On disk, payloads are
+// bounded only by what the caller accepts (the HTTP API: 16 MiB bodies).
+const MaxInMemoryPayload = 1<<20 - 16<<10
+
 // maxPushChunk bounds the bytes of one push sent to the writer at once, so
 // a huge request is split across storage transactions instead of failing.
 const maxPushChunk = 4 << 20
@@ -188,6 +195,9 @@ func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 	for i := range items {
 		if err := items[i].normalize(i); err != nil {
 			return nil, err
+		}
+		if b.opts.InMemory && len(items[i].Payload) > MaxInMemoryPayload {
+			return nil, fmt.Errorf("%w: PushItem[%d].Payload is %d bytes, an in-memory broker holds at most %d", ErrTooLarge, i, len(items[i].Payload), MaxInMemoryPayload)
 		}
 	}
 	results := make([]PushResult, len(items))

@@ -354,7 +354,11 @@ func storageErr(op string, err error) error {
 	case errors.Is(err, badger.ErrTxnTooBig):
 		return fmt.Errorf("%w: %s", ErrTooLarge, op)
 	}
-	return fmt.Errorf("queen: %s: storage: %s", op, err.Error())
+	msg := err.Error() // Badger's text may carry a dump of the value: keep the head
+	if len(msg) > 200 {
+		msg = msg[:200] + "..."
+	}
+	return fmt.Errorf("queen: %s: storage: %s", op, msg)
 }
 
 // waitCtx waits for ch or ctx.

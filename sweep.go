@@ -157,10 +157,8 @@ func (b *Broker) deleteLettersOf(ctx context.Context, pids map[uint64]bool) erro
 	err := b.db.View(func(txn *badger.Txn) error {
 		for _, kind := range []byte{keys.DeadLetter, keys.Parked} {
 			err := scan(txn, []byte{kind}, func(k, v []byte) error {
-				var lr struct {
-					PID uint64 `json:"pid"`
-				}
-				if json.Unmarshal(v, &lr) == nil && pids[lr.PID] {
+				var lr letterRecord
+				if decodeLetter(v, &lr) == nil && pids[lr.PID] {
 					ops = append(ops, op{key: append([]byte(nil), k...), del: true})
 				}
 				return nil
