@@ -220,8 +220,10 @@ func Open(dir string, opts *Options) (*Broker, error) {
 		}
 		bo = badger.DefaultOptions(dir)
 	}
+	// Value-log files of 64 MiB (Badger's default is 1 GiB) let value-log
+	// GC give space back in reasonable steps.
 	bo = bo.WithLogger(nil).WithSyncWrites(false).WithNumVersionsToKeep(1).
-		WithCompactL0OnClose(true).WithDetectConflicts(false)
+		WithCompactL0OnClose(true).WithDetectConflicts(false).WithValueLogFileSize(64 << 20)
 	db, err := badger.Open(bo)
 	if err != nil {
 		return nil, fmt.Errorf("queen: open %s: %w", dir, err)

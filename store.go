@@ -32,6 +32,7 @@ type pushReq struct {
 type writeReq struct {
 	ops  []op
 	push *pushReq
+	drop [][]byte // prefixes to drop with Badger's DropPrefix, alone
 	done chan error
 }
 
@@ -113,8 +114,14 @@ func (w *writer) run() {
 // commitAll commits batch in transactions that fit the limits.
 func (w *writer) commitAll(batch []*writeReq) {
 	for len(batch) > 0 {
+		if r := batch[0]; r.drop != nil {
+			// DropPrefix refuses other writes while it runs; here there are none.
+			r.done <- storageErr("delete", w.b.db.DropPrefix(r.drop...))
+			batch = batch[1:]
+			continue
+		}
 		n, size, count := 0, 0, 0
-		for n < len(batch) {
+		for n < len(batch) && batch[n].drop == nil {
 			s, c := batch[n].estimate()
 			if n > 0 && (size+s > txnMaxBytes || count+c > txnMaxOps) {
 				break

@@ -90,20 +90,42 @@ func (b *Broker) unlinkQueue(ctx context.Context, name string) ([]byte, tombston
 func (b *Broker) sweep(tk []byte, ts tombstone) error {
 	ctx := context.Background()
 	pids := make(map[uint64]bool, len(ts.PIDs))
-	var prefixes [][]byte
+	var data, metas [][]byte
 	for _, pid := range ts.PIDs {
 		pids[pid] = true
-		for _, kind := range []byte{keys.Message, keys.TxID, keys.Cursor, keys.Trace, keys.Partition} {
-			prefixes = append(prefixes, keys.PartitionScoped(kind, pid))
+		for _, kind := range []byte{keys.Message, keys.TxID, keys.Cursor, keys.Trace} {
+			data = append(data, keys.PartitionScoped(kind, pid))
 		}
+		metas = append(metas, keys.PartitionScoped(keys.Partition, pid))
 	}
-	if err := b.deletePrefixes(ctx, prefixes); err != nil {
+	// DropPrefix removes the keys from the memtables and the tables at
+	// once, so the space comes back without waiting for compactions. It
+	// holds writes while it runs. The partition metadata goes last.
+	if err := b.dropPrefixes(data); err != nil {
+		return err
+	}
+	if err := b.dropPrefixes(metas); err != nil {
 		return err
 	}
 	if err := b.deleteLettersOf(ctx, pids); err != nil {
 		return err
 	}
 	return b.submitWait(ctx, []op{{key: tk, del: true}})
+}
+
+// dropPrefixes drops every key under the prefixes, through the writer so
+// no other write runs meanwhile.
+func (b *Broker) dropPrefixes(prefixes [][]byte) error {
+	for len(prefixes) > 0 {
+		n := min(len(prefixes), 1000)
+		done := make(chan error, 1)
+		b.w.enqueue(&writeReq{drop: prefixes[:n], done: done})
+		if err := <-done; err != nil {
+			return err
+		}
+		prefixes = prefixes[n:]
+	}
+	return nil
 }
 
 // submitWait writes ops and waits for them, unless the broker is closing.
@@ -116,38 +138,6 @@ func (b *Broker) submitWait(ctx context.Context, ops []op) error {
 	done := b.w.submit(ops)
 	b.mu.Unlock()
 	return waitCtx(ctx, done)
-}
-
-// deletePrefixes deletes every key under the given prefixes, in chunks
-// that fit a storage transaction.
-func (b *Broker) deletePrefixes(ctx context.Context, prefixes [][]byte) error {
-	const chunk = 10000
-	for _, prefix := range prefixes {
-		for {
-			var ops []op
-			err := b.db.View(func(txn *badger.Txn) error {
-				it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
-				defer it.Close()
-				for it.Rewind(); it.Valid() && len(ops) < chunk; it.Next() {
-					ops = append(ops, op{key: it.Item().KeyCopy(nil), del: true})
-				}
-				return nil
-			})
-			if err != nil {
-				return storageErr("delete", err)
-			}
-			if len(ops) == 0 {
-				break
-			}
-			if err := b.submitWait(ctx, ops); err != nil {
-				return err
-			}
-			if len(ops) < chunk {
-				break
-			}
-		}
-	}
-	return nil
 }
 
 // deleteLettersOf removes the dead letters and parked messages of the
