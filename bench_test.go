@@ -145,12 +145,26 @@ func BenchmarkBroker_PushBatch(b *testing.B) {
 // 1, one group, 10 partitions): allocs/op is the allocation count of one
 // message's pop+ack. The batch100 variant pops and acks 100 per call;
 // its ns/op and allocs/op are per message.
+//
+// The idle100k variants run batch 100 with 100,000 idle partitions (each
+// pushed once and consumed by the same group) beside the 10 busy ones:
+// scenario 6 of the harness, in process (skipped with -short).
 func BenchmarkBroker_PopAck(b *testing.B) {
-	for _, batch := range []int{1, 100} {
-		b.Run("batch"+strconv.Itoa(batch), func(b *testing.B) {
+	for _, v := range []struct {
+		name        string
+		batch, idle int
+	}{{"batch1", 1, 0}, {"batch100", 100, 0}, {"batch100/idle100k", 100, 100000}} {
+		batch := v.batch
+		b.Run(v.name, func(b *testing.B) {
+			if v.idle > 0 && testing.Short() {
+				b.Skip("100,000 idle partitions: skipped with -short")
+			}
 			benchEach(b, func(b *testing.B, open func() *queen.Broker) {
 				br := open()
 				ctx := context.Background()
+				if v.idle > 0 {
+					benchIdle(b, br, v.idle)
+				}
 				parts := benchParts(10)
 				calls := (b.N + batch - 1) / batch
 				// Runs of batch messages per partition, so each pop fills up.
@@ -197,11 +211,33 @@ func BenchmarkBroker_PopAck(b *testing.B) {
 					b.Fatalf("settled %d of %d", settled, calls*batch)
 				}
 				gs, err := br.ListGroups(ctx, "g")
-				if err != nil || len(gs) != 1 || gs[0].Lag != 0 || gs[0].Consumed != int64(settled) {
+				if err != nil || len(gs) != 1 || gs[0].Lag != 0 || gs[0].Consumed != int64(settled+v.idle) {
 					b.Fatalf("group after the loop: %+v %v", gs, err)
 				}
 			})
 		})
+	}
+}
+
+// benchIdle gives group g n idle partitions: each gets one message, which
+// g pops and acks.
+func benchIdle(b *testing.B, br *queen.Broker, n int) {
+	b.Helper()
+	ctx := context.Background()
+	benchFill(b, br, n, func(i int) string { return "idle" + strconv.Itoa(i) })
+	for done := 0; done < n; {
+		res, err := br.Pop(ctx, queen.PopRequest{Queue: benchQueue, Group: "g", Batch: 64, Partitions: 64, SubscriptionMode: queen.SubscriptionModeAll})
+		if err != nil || len(res.Messages) == 0 {
+			b.Fatalf("idle pop: %v", err)
+		}
+		items := make([]queen.AckItem, 0, len(res.Messages))
+		for _, m := range res.Messages {
+			items = append(items, queen.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Group: "g"})
+		}
+		if _, err := br.AckBatch(ctx, items); err != nil {
+			b.Fatal(err)
+		}
+		done += len(items)
 	}
 }
 
