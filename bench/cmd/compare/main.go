@@ -255,6 +255,7 @@ func (c *config) rows() []*row {
 	for _, sync := range c.durability {
 		j := base
 		j.Kind, j.N = "drain", c.backlog
+		j.MaxTime = 8 * c.maxTime // the drain of the whole backlog is the measurement
 		add("3", fmt.Sprintf("drain %d, 1 group, %d consumers, batch %d", c.backlog, c.consumers, c.batch), sync, brokers, j, func(r *row) { r.preload = true })
 	}
 	for _, sync := range c.durability {
