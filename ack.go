@@ -311,8 +311,15 @@ func (b *Broker) offsetOf(p *partition, txid string) (int64, bool, error) {
 
 // find returns the index of the flight carrying txid, or -1.
 func (fl *inflight) find(txid string) int {
-	for i := range fl.msgs {
+	// Acks mostly come in delivery order: look after the last hit first.
+	n := len(fl.msgs)
+	for k := 0; k < n; k++ {
+		i := fl.hint + k
+		if i >= n {
+			i -= n
+		}
 		if fl.msgs[i].txid == txid {
+			fl.hint = i + 1
 			return i
 		}
 	}
@@ -388,6 +395,9 @@ func (b *Broker) settle(ts []ackTarget, items []AckItem, results []AckResult, no
 	if allDone && !comeback {
 		prefix = fl.end
 		c.retries = 0 // a batch completed: the budget starts over
+		if c.att != nil && c.att.end <= prefix {
+			c.att = nil // every delivered offset is settled: no count to keep
+		}
 	}
 	moved := prefix != c.offset
 	if moved {
@@ -397,6 +407,7 @@ func (b *Broker) settle(ts []ackTarget, items []AckItem, results []AckResult, no
 			k++
 		}
 		fl.msgs = fl.msgs[k:]
+		fl.hint = max(0, fl.hint-k)
 		fl.done -= k
 	}
 	c.offset = prefix

@@ -65,6 +65,7 @@ type inflight struct {
 	end   int64  // one past the last claimed offset
 	msgs  []flight
 	done  int // flights with a terminal outcome
+	hint  int // where find starts looking
 }
 
 type flight struct {

@@ -142,26 +142,27 @@ type PushResult struct {
 }
 
 func (it *PushItem) normalize(i int) error {
+	// Field names are built only for an error: this runs for every item.
 	field := func(f string) string { return "PushItem[" + strconv.Itoa(i) + "]." + f }
-	if err := checkName(field("Queue"), it.Queue); err != nil {
-		return err
+	if err := checkName("", it.Queue); err != nil {
+		return checkName(field("Queue"), it.Queue)
 	}
 	if it.Partition == "" {
 		it.Partition = DefaultPartition
 	}
-	if err := checkName(field("Partition"), it.Partition); err != nil {
-		return err
+	if err := checkName("", it.Partition); err != nil {
+		return checkName(field("Partition"), it.Partition)
 	}
-	if err := checkLabel(field("TransactionID"), it.TransactionID); err != nil {
-		return err
+	if err := checkLabel("", it.TransactionID); err != nil {
+		return checkLabel(field("TransactionID"), it.TransactionID)
 	}
 	if it.TransactionID == "" {
 		it.TransactionID = uuid.NewV7().String()
 		it.generatedID = true
 	}
-	for f, v := range map[string]string{"TraceID": it.TraceID, "Namespace": it.Namespace, "Task": it.Task, "ProducerSub": it.ProducerSub} {
-		if err := checkLabel(field(f), v); err != nil {
-			return err
+	for _, f := range [...]struct{ name, v string }{{"TraceID", it.TraceID}, {"Namespace", it.Namespace}, {"Task", it.Task}, {"ProducerSub", it.ProducerSub}} {
+		if err := checkLabel("", f.v); err != nil {
+			return checkLabel(field(f.name), f.v)
 		}
 	}
 	if len(it.Payload) == 0 {
@@ -344,6 +345,7 @@ func (b *Broker) readRange(pid uint64, from, end int64, limit int, fn func(int64
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = keys.MessagePrefix(pid)
 		opts.PrefetchSize = min(limit, 100)
+		opts.PrefetchValues = false // values are inline: no goroutine per item
 		it := txn.NewIterator(opts)
 		defer it.Close()
 		for it.Seek(keys.MessageKey(pid, from)); it.Valid() && limit > 0; it.Next() {

@@ -350,11 +350,16 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*p
 		return err
 	}
 	var val []byte
+	var idOf *partition // partition whose public id is in pidStr
+	var pidStr string
 	for i := range r.items {
 		it := &r.items[i]
 		p := parts[i]
 		res := &r.results[i]
-		*res = PushResult{Queue: it.Queue, Partition: it.Partition, PartitionID: p.uuid(), TransactionID: it.TransactionID, TraceID: it.TraceID}
+		if p != idOf {
+			idOf, pidStr = p, p.uuid()
+		}
+		*res = PushResult{Queue: it.Queue, Partition: it.Partition, PartitionID: pidStr, TransactionID: it.TransactionID, TraceID: it.TraceID}
 		tk := keys.TxIDKey(p.pid, it.TransactionID)
 		item, err := w.lookupTxID(txn, tk, it.generatedID)
 		switch {
