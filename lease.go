@@ -119,8 +119,8 @@ func (r *PopRequest) normalize() error {
 			return err
 		}
 	}
-	for f, v := range map[string]string{"PopRequest.Partition": r.Partition, "PopRequest.Group": r.Group, "PopRequest.Namespace": r.Namespace, "PopRequest.Task": r.Task} {
-		if err := checkLabel(f, v); err != nil {
+	for _, f := range [...]struct{ name, v string }{{"PopRequest.Partition", r.Partition}, {"PopRequest.Group", r.Group}, {"PopRequest.Namespace", r.Namespace}, {"PopRequest.Task", r.Task}} {
+		if err := checkLabel(f.name, f.v); err != nil {
 			return err
 		}
 	}
