@@ -111,18 +111,7 @@ func (a *attempts) deliver(from, to int64) {
 	} else if a.runs[0].from > from {
 		a.runs = append([]attemptRun{{from, 0}}, a.runs...)
 	}
-	// Split at to, so only [from, to) is bumped.
-	if to < a.end {
-		j := len(a.runs) - 1
-		for a.runs[j].from > to {
-			j--
-		}
-		if a.runs[j].from < to {
-			a.runs = append(a.runs, attemptRun{})
-			copy(a.runs[j+2:], a.runs[j+1:])
-			a.runs[j+1] = attemptRun{to, a.runs[j].n}
-		}
-	}
+	a.split(to) // so only [from, to) is bumped
 	if to > a.end {
 		a.runs = append(a.runs, attemptRun{a.end, 0})
 		a.end = to
@@ -132,7 +121,28 @@ func (a *attempts) deliver(from, to int64) {
 			a.runs[k].n++
 		}
 	}
-	// Merge neighbours with equal counts.
+	a.merge()
+}
+
+// split makes a run start at off, when off lies inside the counted range.
+func (a *attempts) split(off int64) {
+	if off >= a.end || len(a.runs) == 0 || off <= a.runs[0].from {
+		return
+	}
+	j := len(a.runs) - 1
+	for a.runs[j].from > off {
+		j--
+	}
+	if a.runs[j].from == off {
+		return
+	}
+	a.runs = append(a.runs, attemptRun{})
+	copy(a.runs[j+2:], a.runs[j+1:])
+	a.runs[j+1] = attemptRun{off, a.runs[j].n}
+}
+
+// merge joins neighbouring runs with equal counts.
+func (a *attempts) merge() {
 	out := a.runs[:1]
 	for _, r := range a.runs[1:] {
 		if r.n == out[len(out)-1].n {
