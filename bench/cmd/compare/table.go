@@ -147,7 +147,7 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
   Drain/fan-out = durable pull consumers, Fetch(batch), explicit ack: Ack each message, DoubleAck the last of the fetch.
   JetStream persists consumer ack state asynchronously (about 10 writes/s per consumer) even with sync_interval: always; queen's acks are fsynced with the fsync setting.
 - Scenario 5 on JetStream: order is per consumer, not per subject across consumers, so keys are sharded statically over one filtered durable consumer per worker (subject bench.o.<shard>.<key>).
-- Scenario 3/4 p50/p99 are not measured (throughput only). Push rows: latency is per call. Scenario 7: open loop, from the scheduled send time to the handler.
+- Scenario 3/4 p50/p99 are not measured (throughput only). Push rows: latency is per call. Scenario 7: open loop (32 senders on a fixed schedule), from the start of the push call to the handler; senders' lateness against the schedule is in the notes.
 - Raw Badger writes the broker's bytes for each message (record + dedup-index entry) with the broker's Badger options: the storage engine's limit for push.
 `)
 	if len(preload) > 0 {
