@@ -222,7 +222,9 @@ func Open(dir string, opts *Options) (*Broker, error) {
 	}
 	// Value-log files of 64 MiB (Badger's default is 1 GiB) let value-log
 	// GC give space back in reasonable steps.
-	bo = bo.WithLogger(nil).WithSyncWrites(false).WithNumVersionsToKeep(1).
+	// Under SyncEveryCommit Badger syncs the log a commit went into, inside
+	// the commit (see writer.write for caller-opened databases).
+	bo = bo.WithLogger(nil).WithSyncWrites(o.Durability == SyncEveryCommit).WithNumVersionsToKeep(1).
 		WithCompactL0OnClose(true).WithDetectConflicts(false).WithValueLogFileSize(64 << 20)
 	db, err := badger.Open(bo)
 	if err != nil {

@@ -206,7 +206,9 @@ func (w *writer) write(batch []*writeReq, touched map[*partition]int64) (int64, 
 		if err := txn.Commit(); err != nil {
 			return err
 		}
-		if b.opts.Durability == SyncEveryCommit && !b.opts.InMemory {
+		// A database opened with SyncWrites synced inside Commit; one the
+		// caller opened without it is synced here.
+		if b.opts.Durability == SyncEveryCommit && !b.opts.InMemory && !b.db.Opts().SyncWrites {
 			return b.db.Sync()
 		}
 		return nil
