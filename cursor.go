@@ -44,19 +44,21 @@ func (g *group) meta() []byte {
 }
 
 // cursor is one group's position in one partition. Guarded by Broker.mu.
+// Every partition has one per group, so its size counts: the fields are
+// ordered to fit 96 bytes.
 type cursor struct {
 	p         *partition
 	g         *group
 	offset    int64 // first offset not yet settled (durable)
-	retries   int32 // failed acks spent since the last completed batch (durable)
 	consumed  int64 // messages settled over the cursor's life (durable)
 	lastAckAt int64 // µs (durable)
 	notBefore int64 // µs; retry delay: not served before
 	wakeAt    int64 // µs; pending timer, 0 if none
 	fl        *inflight
 	att       *attempts
-	ready     bool
 	prev, nxt *cursor // ready list
+	retries   int32   // failed acks spent since the last completed batch (durable)
+	ready     bool
 }
 
 // inflight is the batch a cursor has handed out and not yet settled.
@@ -278,7 +280,7 @@ func (b *Broker) cursorFor(g *group, p *partition) *cursor {
 // partitions that were empty when g joined are read from their first
 // message, except by a group subscribed from a time later than that.
 func (b *Broker) startOffset(g *group, p *partition) int64 {
-	if g.mode == modeFrom && g.from > p.createdAt {
+	if g.mode == modeFrom && g.from > p.createdAt() {
 		return b.firstOffsetAtOrAfter(p, g.from)
 	}
 	return p.first

@@ -100,7 +100,8 @@ func (b *Broker) loadPartitions(txn *badger.Txn, dead map[uint64]bool) error {
 			b.sweeps = append(b.sweeps, b.orphanSweep(k))
 			return nil
 		}
-		p := &partition{q: q, pid: pid, rnd: m.Rand, name: m.Name, createdAt: m.CreatedAt, first: m.First, next: max(m.First, m.Next), holes: m.Holes, persisted: true}
+		p := &partition{q: q, pid: pid, name: m.Name, created: uint32(m.CreatedAt / 1e6), first: m.First, next: max(m.First, m.Next), persisted: true}
+		p.setHoles(m.Holes)
 		b.parts[pid] = p
 		q.parts[m.Name] = p
 		return nil
@@ -126,7 +127,7 @@ func (b *Broker) loadPartitions(txn *badger.Txn, dead map[uint64]bool) error {
 			}
 		}
 		p.assigned = p.next
-		p.count = max(0, p.next-p.first-p.holes)
+		p.count = max(0, p.next-p.first-p.holes())
 		p.q.count += p.count
 	}
 	return nil

@@ -151,7 +151,7 @@ func (b *Broker) retain(ctx context.Context, p *partition, cutoff int64, complet
 		for i, off := range offs {
 			ops = append(ops, op{key: keys.MessageKey(p.pid, off), del: true}, op{key: keys.TxIDKey(p.pid, txids[i]), del: true})
 		}
-		p.holes = max(0, p.holes-(last+1-from-int64(len(offs)))) // deleted ones passed over
+		p.setHoles(p.holes() - (last + 1 - from - int64(len(offs)))) // deleted ones passed over
 		p.first = last + 1
 		p.count -= int64(len(offs))
 		p.q.count -= int64(len(offs))

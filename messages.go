@@ -507,7 +507,7 @@ func (b *Broker) DeleteMessage(ctx context.Context, partitionID, transactionID s
 	}
 	p.count--
 	p.q.count--
-	p.holes++
+	p.setHoles(p.holes() + 1)
 	ops = append(ops, op{key: keys.PartitionKey(p.pid), val: p.meta()})
 	p.q.dlqCount -= int64(nDead)
 	p.q.parkedCount -= int64(nParked)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"time"
 
@@ -15,31 +16,47 @@ import (
 )
 
 // partition is an ordered lane of a queue. Guarded by Broker.mu, except
-// assigned, which only the writer goroutine touches.
+// assigned, which only the writer goroutine touches. Idle partitions are
+// expected by the hundred thousand, so its size counts: it fits 112 bytes.
 type partition struct {
 	q          *queue
 	pid        uint64
-	rnd        [8]byte // random half of the public partition id
 	name       string
-	createdAt  int64
-	first      int64 // lowest retained offset
-	next       int64 // one past the newest committed offset
-	assigned   int64 // next offset the writer hands out (writer only)
-	lastPushAt int64
+	first      int64     // lowest retained offset
+	next       int64     // one past the newest committed offset
+	assigned   int64     // next offset the writer hands out (writer only)
+	lastPushAt int64     // µs
 	count      int64     // retained messages
-	holes      int64     // messages deleted one by one in [first, next)
 	cursors    []*cursor // by group slot
+	created    uint32    // unix seconds
 	persisted  bool
 	deleted    bool
 }
 
+// createdAt is the partition's creation time, µs, to the second.
+func (p *partition) createdAt() int64 { return int64(p.created) * 1e6 }
+
+// holes counts messages deleted one by one in [first, next); rare, so
+// kept by the queue for the partitions that have any.
+func (p *partition) holes() int64 { return p.q.holes[p] }
+
+func (p *partition) setHoles(n int64) {
+	if n <= 0 {
+		delete(p.q.holes, p)
+		return
+	}
+	if p.q.holes == nil {
+		p.q.holes = make(map[*partition]int64)
+	}
+	p.q.holes[p] = n
+}
+
 // partitionMeta is the stored form of a partition.
 type partitionMeta struct {
-	Queue     string  `json:"q"`
-	Name      string  `json:"n"`
-	Rand      [8]byte `json:"r"`
-	CreatedAt int64   `json:"c"`
-	First     int64   `json:"f"`
+	Queue     string `json:"q"`
+	Name      string `json:"n"`
+	CreatedAt int64  `json:"c"` // µs
+	First     int64  `json:"f"`
 	// Next and Holes are written when messages are deleted: the offset
 	// high-water mark (offsets are never reused, even when the newest
 	// message was deleted) and the messages deleted one by one.
@@ -48,15 +65,21 @@ type partitionMeta struct {
 }
 
 func (p *partition) meta() []byte {
-	b, _ := json.Marshal(partitionMeta{Queue: p.q.name, Name: p.name, Rand: p.rnd, CreatedAt: p.createdAt, First: p.first, Next: p.next, Holes: p.holes})
+	b, _ := json.Marshal(partitionMeta{Queue: p.q.name, Name: p.name, CreatedAt: p.createdAt(), First: p.first, Next: p.next, Holes: p.holes()})
 	return b
 }
 
 // id is the public partition id: a version-8 UUID holding the internal id
-// in its low 62 bits, so lookups need no index.
+// in its low 62 bits, so lookups need no index, and in its high half a hash
+// of the queue's random id and the internal id, so an id of a deleted
+// queue's partition never names a new one.
 func (p *partition) id() uuid.UUID {
 	var u uuid.UUID
-	copy(u[:8], p.rnd[:])
+	h := fnv.New64a()
+	h.Write(p.q.id[:])
+	binary.BigEndian.PutUint64(u[8:], p.pid)
+	h.Write(u[8:])
+	binary.BigEndian.PutUint64(u[:8], h.Sum64())
 	u[6] = u[6]&0x0f | 0x80
 	binary.BigEndian.PutUint64(u[8:], p.pid)
 	u[8] = u[8]&0x3f | 0x80
@@ -87,9 +110,7 @@ func (b *Broker) partitionFor(q *queue, name string) (*partition, bool) {
 	if p := q.parts[name]; p != nil {
 		return p, false
 	}
-	u := uuid.NewV4()
-	p := &partition{q: q, pid: uint64(len(b.parts)), name: name, createdAt: b.now()}
-	copy(p.rnd[:], u[:8])
+	p := &partition{q: q, pid: uint64(len(b.parts)), name: name, created: uint32(b.clock.Now().Unix())}
 	b.parts = append(b.parts, p)
 	q.parts[name] = p
 	return p, true

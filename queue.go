@@ -129,8 +129,9 @@ type queue struct {
 	cfg         QueueConfig
 	parts       map[string]*partition
 	groups      map[string]*group
-	slots       []*group // group by cursor slot; nil where a group was deleted
-	count       int64    // retained messages
+	slots       []*group             // group by cursor slot; nil where a group was deleted
+	count       int64                // retained messages
+	holes       map[*partition]int64 // see partition.holes
 	dlqCount    int64
 	parkedCount int64
 	persisted   bool // metadata is on disk

@@ -100,7 +100,7 @@ func (b *Broker) queueStats(q *queue, withParts bool, now int64) QueueStats {
 		if len(q.groups) > 0 {
 			pending = 0
 		}
-		ps := PartitionStats{Name: p.name, ID: p.uuid(), CreatedAt: microsTime(p.createdAt), Messages: p.count, FirstOffset: p.first, NextOffset: p.next, LastPushAt: microsTime(p.lastPushAt)}
+		ps := PartitionStats{Name: p.name, ID: p.uuid(), CreatedAt: microsTime(p.createdAt()), Messages: p.count, FirstOffset: p.first, NextOffset: p.next, LastPushAt: microsTime(p.lastPushAt)}
 		for _, c := range p.cursors {
 			if c == nil {
 				continue
