@@ -115,7 +115,7 @@ func TestDLQ_ListFiltersAndPages(t *testing.T) {
 
 func TestDLQ_HugeDeadLetterBatchIsWrittenWhole(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs queentest.LogBuffer
 	opts := &queen.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	queentest.Run(t, opts, func(t *testing.T, b *queen.Broker) {
 		payload := []byte(`"` + strings.Repeat("p", 64<<10) + `"`)

@@ -1,11 +1,9 @@
 package queen_test
 
 import (
-	"bytes"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 )
 
 // walkFiles calls fn with the contents of every regular file under dir.
@@ -21,22 +19,4 @@ func walkFiles(dir string, fn func([]byte)) error {
 		fn(data)
 		return nil
 	})
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers (a log sink).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

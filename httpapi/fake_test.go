@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,12 +9,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/httpapi"
+	"github.com/queenlite/queen/internal/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -100,27 +99,8 @@ func (f failing) TraceNames(context.Context, int, int) (*queen.TraceNamePage, er
 }
 func (f failing) Counters() queen.Counters { return queen.Counters{} }
 
-// syncBuffer is a log sink safe for concurrent handlers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// fakeEnv serves b with a captured log.
-func fakeEnv(t *testing.T, b httpapi.Broker) (*env, *syncBuffer) {
-	logs := &syncBuffer{}
+func fakeEnv(t *testing.T, b httpapi.Broker) (*env, *queentest.LogBuffer) {
+	logs := &queentest.LogBuffer{}
 	e := &env{t: t, h: httpapi.New(b, &httpapi.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})}
 	return e, logs
 }

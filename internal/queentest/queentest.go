@@ -3,6 +3,7 @@
 package queentest
 
 import (
+	"bytes"
 	"sync"
 	"testing"
 	"time"
@@ -98,4 +99,25 @@ func (c *Clock) Advance(d time.Duration) {
 	close(c.changed)
 	c.changed = make(chan struct{})
 	c.mu.Unlock()
+}
+
+// LogBuffer is a bytes.Buffer safe for concurrent writers: a log sink for
+// a broker's or a handler's *slog.Logger in tests.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns everything written so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
