@@ -165,8 +165,13 @@ func (t *timerWheel) run() {
 		b.mu.Lock()
 		now := b.now()
 		t.fire(now)
+		// A clock that tells when it moves needs no polling; a real one is
+		// looked at again at least every second.
 		wait := time.Second
-		if len(t.h) > 0 {
+		if cc != nil {
+			wait = time.Hour
+		}
+		if len(t.h) > 0 && cc == nil {
 			wait = min(wait, time.Duration(t.h[0].at-now)*time.Microsecond)
 		}
 		b.mu.Unlock()
