@@ -162,18 +162,21 @@ func (b *Broker) AckBatch(ctx context.Context, items []AckItem) ([]AckResult, er
 }
 
 func (b *Broker) observeAcks(items []AckItem, results []AckResult, d time.Duration) {
-	counts := make(map[AckStatus]int, 2)
+	var counts [len(ackStatuses)]int
 	for i := range results {
 		if results[i].Success {
-			counts[normStatus(items[i].Status)]++
+			st := normStatus(items[i].Status)
+			for k, s := range ackStatuses {
+				if s == st {
+					counts[k]++
+				}
+			}
 		}
 	}
-	for st, n := range counts {
-		queue := ""
-		if len(results) > 0 {
-			queue = results[0].Queue
+	for k, n := range counts {
+		if n > 0 {
+			b.observe(Event{Kind: EventAck, Queue: results[0].Queue, Group: groupName(items[0].Group), Status: ackStatuses[k], Count: n, Duration: d})
 		}
-		b.observe(Event{Kind: EventAck, Queue: queue, Group: groupName(items[0].Group), Status: st, Count: n, Duration: d})
 	}
 }
 

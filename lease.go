@@ -229,7 +229,10 @@ func groupName(g string) string {
 // tryPop makes one attempt. It returns a result, or (with req.Wait) a
 // registered waiter to wait on before the next attempt.
 func (b *Broker) tryPop(ctx context.Context, req *PopRequest) (*PopResult, *waiter, *waitList, error) {
-	empty := &PopResult{Queue: req.Queue, ConsumerGroup: groupName(req.Group), Messages: []*Message{}}
+	conflating := false
+	empty := func() *PopResult { // built only when returned
+		return &PopResult{Queue: req.Queue, ConsumerGroup: groupName(req.Group), Conflating: conflating, Messages: []*Message{}}
+	}
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
 		b.mu.Unlock()
@@ -241,7 +244,7 @@ func (b *Broker) tryPop(ctx context.Context, req *PopRequest) (*PopResult, *wait
 	if q == nil {
 		if !req.Wait {
 			b.mu.Unlock()
-			return empty, nil, nil, nil
+			return empty(), nil, nil, nil
 		}
 		wl := waitListIn(b.queueWait, req.Queue)
 		w := wl.add()
@@ -253,7 +256,7 @@ func (b *Broker) tryPop(ctx context.Context, req *PopRequest) (*PopResult, *wait
 		b.mu.Unlock()
 		return nil, nil, nil, err
 	}
-	empty.Conflating = g.conflation
+	conflating = g.conflation
 	var p *partition
 	var claims []claim
 	var l *lease
@@ -294,7 +297,7 @@ func (b *Broker) tryPop(ctx context.Context, req *PopRequest) (*PopResult, *wait
 		if w != nil {
 			return nil, w, wl, nil
 		}
-		return empty, nil, nil, nil
+		return empty(), nil, nil, nil
 	}
 	b.mu.Unlock()
 
@@ -311,7 +314,7 @@ func (b *Broker) tryPop(ctx context.Context, req *PopRequest) (*PopResult, *wait
 		return b.tryPop(ctx, req)
 	}
 	if len(res.Messages) == 0 {
-		res = empty
+		res = empty()
 	}
 	return res, nil, nil, nil
 }
