@@ -381,7 +381,6 @@ func (b *Broker) settle(ts []ackTarget, items []AckItem, results []AckResult, no
 			}
 		}
 		if f.settled {
-			fl.done++
 			settledNow++
 		}
 	}
@@ -411,7 +410,6 @@ func (b *Broker) settle(ts []ackTarget, items []AckItem, results []AckResult, no
 		}
 		fl.msgs = fl.msgs[k:]
 		fl.hint = max(0, fl.hint-k)
-		fl.done -= k
 	}
 	c.offset = prefix
 	c.consumed += int64(settledNow)

@@ -66,7 +66,6 @@ type inflight struct {
 	lease *lease // nil while an autoAck pop reads
 	end   int64  // one past the last claimed offset
 	msgs  []flight
-	done  int // flights with a terminal outcome
 	hint  int // where find starts looking
 }
 
