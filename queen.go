@@ -346,6 +346,13 @@ func (b *Broker) fail(err error) {
 
 func (b *Broker) now() int64 { return b.clock.Now().UnixMicro() }
 
+// Now returns the time on the broker's clock ([Options.Clock], the system
+// clock by default): the "now" that leases, retry delays, retention, lag and
+// message ages are measured against. Code that reports on a broker, such
+// as package httpapi, uses it instead of [time.Now] so that a broker on an
+// injected clock reports consistently.
+func (b *Broker) Now() time.Time { return b.clock.Now() }
+
 // storageErr wraps a Badger error so callers never see the engine's types.
 func storageErr(op string, err error) error {
 	switch {

@@ -25,6 +25,8 @@ type failing struct{ err error }
 
 var _ httpapi.Broker = failing{}
 
+func (failing) Now() time.Time { return time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC) }
+
 func (f failing) Push(context.Context, []queen.PushItem) ([]queen.PushResult, error) {
 	return nil, f.err
 }

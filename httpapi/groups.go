@@ -87,7 +87,7 @@ func (h *handler) listGroups(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	now := time.Now()
+	now := h.b.Now()
 	out := make([]groupSummary, 0, len(groups))
 	for _, g := range groups {
 		s := groupSummary{
@@ -145,7 +145,7 @@ func (h *handler) getGroup(w http.ResponseWriter, r *http.Request) {
 	type queueParts struct {
 		Partitions []groupPartition `json:"partitions"`
 	}
-	now := time.Now()
+	now := h.b.Now()
 	out := make(map[string]queueParts)
 	for _, g := range groups {
 		parts, err := h.groupParts(r.Context(), g.Queue, group)
@@ -196,7 +196,7 @@ func (h *handler) laggingGroups(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	now := time.Now()
+	now := h.b.Now()
 	out := []laggingRow{}
 	for _, g := range groups {
 		if g.Lag == 0 || lagSeconds(g.OldestPendingAt, now) < minLag {

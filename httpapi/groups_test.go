@@ -2,11 +2,14 @@ package httpapi_test
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -50,7 +53,7 @@ func TestConsumerGroups_List(t *testing.T) {
 	require.Equal(t, "Stable", billing["state"])
 	require.Equal(t, "all", billing["subscriptionMode"])
 	require.Nil(t, billing["subscriptionTimestamp"])
-	require.Equal(t, "2026-11-30T12:00:00.000Z", billing["subscriptionCreatedAt"])
+	require.Equal(t, queentest.Stamp("2026-11-30T12:00:00.000Z"), billing["subscriptionCreatedAt"])
 	require.Contains(t, billing, "maxTimeLag")
 	require.Equal(t, false, billing["conflation"])
 
@@ -59,7 +62,7 @@ func TestConsumerGroups_List(t *testing.T) {
 		if g := g.(map[string]any); g["name"] == "fresh" {
 			require.Equal(t, "Dead", g["state"])
 			require.Equal(t, "new", g["subscriptionMode"])
-			require.Equal(t, "2026-11-30T12:00:00.000Z", g["subscriptionTimestamp"])
+			require.Equal(t, queentest.Stamp("2026-11-30T12:00:00.000Z"), g["subscriptionTimestamp"])
 		}
 	}
 }
@@ -78,7 +81,7 @@ func TestConsumerGroups_Get(t *testing.T) {
 	require.EqualValues(t, 1, a["totalConsumed"])
 	require.EqualValues(t, 1, a["offsetLag"])
 	require.EqualValues(t, 1, a["offset"])
-	require.Equal(t, "2026-11-30T12:00:00.000Z", a["lastConsumedAt"])
+	require.Equal(t, queentest.Stamp("2026-11-30T12:00:00.000Z"), a["lastConsumedAt"])
 	require.Contains(t, a, "timeLagSeconds")
 	require.Equal(t, "b", b["partition"])
 	require.Equal(t, true, b["leaseActive"])
@@ -128,10 +131,10 @@ func TestConsumerGroups_Subscription(t *testing.T) {
 	e := setup(t, nil, nil)
 	e.pop("/api/v1/pop/queue/sub?consumerGroup=late")
 	e.push("sub", "p", "m", 1) // after the group joined, in a new partition
-	res := e.obj("POST", "/api/v1/consumer-groups/late/subscription", `{"subscriptionTimestamp":"2026-11-30T12:00:00Z"}`, http.StatusOK)
+	res := e.obj("POST", "/api/v1/consumer-groups/late/subscription", `{"subscriptionTimestamp":"`+queentest.Stamp("2026-11-30T12:00:00Z")+`"}`, http.StatusOK)
 	require.Equal(t, true, res["success"])
 	require.Equal(t, "late", res["consumerGroup"])
-	require.Equal(t, "2026-11-30T12:00:00.000Z", res["newTimestamp"])
+	require.Equal(t, queentest.Stamp("2026-11-30T12:00:00.000Z"), res["newTimestamp"])
 	require.Contains(t, res, "rowsUpdated")
 	e.fails("POST", "/api/v1/consumer-groups/late/subscription", `{}`, http.StatusBadRequest, "Missing subscriptionTimestamp in request body")
 	e.fails("POST", "/api/v1/consumer-groups/late/subscription", `{"subscriptionTimestamp":5}`, http.StatusBadRequest, "Missing subscriptionTimestamp")
@@ -184,4 +187,64 @@ func TestStatsRefresh(t *testing.T) {
 	e := setup(t, nil, nil)
 	res := e.obj("POST", "/api/v1/stats/refresh", nil, http.StatusOK)
 	require.Equal(t, true, res["skipped"])
+}
+
+// TestLag_MeasuredOnBrokerClock: every lag and age the API reports is
+// measured against the broker's clock, so a broker on a fake clock reports
+// exact values whatever today's date is (and the suite passes with
+// QUEENTEST_EPOCH years ahead or behind).
+func TestLag_MeasuredOnBrokerClock(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil, nil)
+	e.push("orders", "a", "a1", 1)
+	e.pop("/api/v1/pop/queue/orders/partition/a?consumerGroup=billing&subscriptionMode=all&autoAck=true")
+	e.push("orders", "a", "a2", 2)
+	e.clock.Advance(90 * time.Second)
+
+	var billing map[string]any
+	for _, g := range e.arr("GET", "/api/v1/consumer-groups", nil, http.StatusOK) {
+		if g := g.(map[string]any); g["name"] == "billing" {
+			billing = g
+		}
+	}
+	require.NotNil(t, billing)
+	require.EqualValues(t, 90, billing["maxTimeLag"], "a2 waited 90 s on the broker's clock")
+	require.Equal(t, "Stable", billing["state"])
+
+	a := e.obj("GET", "/api/v1/consumer-groups/billing", nil, http.StatusOK)["orders"].(map[string]any)["partitions"].([]any)[0].(map[string]any)
+	require.EqualValues(t, 90, a["timeLagSeconds"])
+
+	require.Empty(t, e.arr("GET", "/api/v1/consumer-groups/lagging?minLagSeconds=91", nil, http.StatusOK))
+	require.Len(t, e.arr("GET", "/api/v1/consumer-groups/lagging?minLagSeconds=90", nil, http.StatusOK), 1)
+
+	prom := e.do("GET", "/metrics/prometheus", nil).Body.String()
+	require.Contains(t, prom, `queen_consumer_lag_seconds{queue="orders",group="billing"} 90`)
+	require.Contains(t, prom, "queen_uptime_seconds 90\n")
+
+	e.clock.Advance(10 * time.Minute)
+	for _, g := range e.arr("GET", "/api/v1/consumer-groups", nil, http.StatusOK) {
+		if g := g.(map[string]any); g["name"] == "billing" {
+			require.EqualValues(t, 690, g["maxTimeLag"])
+			require.Equal(t, "Lagging", g["state"])
+		}
+	}
+}
+
+// TestNoWallClock: the handler takes every "now" from the broker. A call
+// to time.Now or time.Since in httpapi's code would measure against the
+// machine's clock while the broker may run on another one.
+func TestNoWallClock(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, banned := range []string{"time.Now(", "time.Since(", "time.Until("} {
+			require.NotContains(t, string(src), banned, "%s: use the broker's clock (Broker.Now)", f)
+		}
+	}
 }

@@ -50,6 +50,9 @@ import (
 // Broker is what the handler needs from a broker: the methods of
 // [*queen.Broker] its routes call. Tests substitute fakes.
 type Broker interface {
+	// Now is the broker's clock: lag, ages and rates are measured against it.
+	Now() time.Time
+
 	Push(ctx context.Context, items []queen.PushItem) ([]queen.PushResult, error)
 	Pop(ctx context.Context, req queen.PopRequest) (*queen.PopResult, error)
 	AckBatch(ctx context.Context, items []queen.AckItem) ([]queen.AckResult, error)
@@ -223,7 +226,7 @@ func New(b Broker, opts *Options) http.Handler {
 		cors:      !o.NoCORS,
 		timeout:   o.DefaultTimeout,
 		batch:     o.DefaultBatch,
-		started:   time.Now(),
+		started:   b.Now(),
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)

@@ -95,7 +95,7 @@ func listed(m *queen.MessageInfo) listedMessage {
 // the last hour; to is rounded up to the end of its minute.
 func (h *handler) listMessages(w http.ResponseWriter, r *http.Request) {
 	p := newParams(r)
-	now := time.Now()
+	now := h.b.Now()
 	f := queen.MessageFilter{
 		Queue: p.name("queue"), Partition: p.name("partition"), Namespace: p.name("ns"), Task: p.name("task"),
 		Limit: int(min(max(p.num("limit", 200), 1), 1000)), Offset: int(min(p.num("offset", 0), math.MaxInt32)),

@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/queenlite/queen"
 )
@@ -39,7 +38,7 @@ func (h *handler) metricsJSON(w http.ResponseWriter, r *http.Request) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	c := h.b.Counters()
-	uptime := time.Since(h.started).Seconds()
+	uptime := h.b.Now().Sub(h.started).Seconds()
 	reqs := h.requests.Load()
 	rate := func(n int64) float64 {
 		if uptime <= 0 {
@@ -159,7 +158,7 @@ func (h *handler) prometheus(w http.ResponseWriter, r *http.Request) {
 			p.sample(m.name, m.v(&queues[i]), "queue", queues[i].Name)
 		}
 	}
-	now := time.Now()
+	now := h.b.Now()
 	p.family("queen_consumer_lag_messages", "gauge", "Messages a consumer group has yet to read on a queue.")
 	for _, g := range groups {
 		p.sample("queen_consumer_lag_messages", float64(g.Lag), "queue", g.Queue, "group", g.Group)
@@ -173,7 +172,7 @@ func (h *handler) prometheus(w http.ResponseWriter, r *http.Request) {
 		p.sample("queen_consumer_inflight_messages", float64(g.InFlight), "queue", g.Queue, "group", g.Group)
 	}
 	p.family("queen_uptime_seconds", "gauge", "Seconds since the HTTP API started.")
-	p.sample("queen_uptime_seconds", float64(int64(time.Since(h.started).Seconds())))
+	p.sample("queen_uptime_seconds", float64(int64(h.b.Now().Sub(h.started).Seconds())))
 
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.WriteHeader(http.StatusOK)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/httpapi"
+	"github.com/queenlite/queen/internal/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -155,7 +156,7 @@ func TestPop(t *testing.T) {
 		require.Equal(t, map[string]any{
 			"id": pushed["message_id"], "transactionId": "order-1", "partitionId": pushed["partition_id"], "partition": "p7",
 			"queue": "orders", "leaseId": res["leaseId"], "consumerGroup": "billing", "data": map[string]any{"orderId": 1.0},
-			"traceId": nil, "producerSub": nil, "createdAt": "2026-11-30T12:00:00.000000Z", "offset": 0.0, "deliveryAttempt": 1.0,
+			"traceId": nil, "producerSub": nil, "createdAt": queentest.Stamp("2026-11-30T12:00:00.000000Z"), "offset": 0.0, "deliveryAttempt": 1.0,
 		}, m)
 	})
 
@@ -192,8 +193,8 @@ func TestPop(t *testing.T) {
 		require.Nil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-new-only&subscriptionMode=new-only"))
 		require.Nil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-now&subscriptionMode=all&subscriptionFrom=now"), "subscriptionFrom wins")
 		require.NotNil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-all&subscriptionMode=all"))
-		require.NotNil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-from&subscriptionFrom=2026-11-30T11:00:00Z"))
-		require.Nil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-later&subscriptionFrom=2026-11-30T13:00:00.000Z"))
+		require.NotNil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-from&subscriptionFrom="+queentest.Stamp("2026-11-30T11:00:00Z")))
+		require.Nil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-later&subscriptionFrom="+queentest.Stamp("2026-11-30T13:00:00.000Z")))
 		require.NotNil(t, e.pop("/api/v1/pop/queue/s"), "queue mode reads from the oldest message")
 		e.push("s", "", "new", 2)
 		for _, g := range []string{"g-default", "g-new-only", "g-now"} {
@@ -541,9 +542,9 @@ func TestLeaseExtend(t *testing.T) {
 	path := "/api/v1/lease/" + m["leaseId"].(string) + "/extend"
 	res := e.arr("POST", path, `{}`, http.StatusOK)
 	require.Equal(t, []any{map[string]any{"index": 0.0, "leaseId": m["leaseId"], "success": true, "error": nil,
-		"expiresAt": "2026-11-30T12:01:00.000Z"}}, res)
+		"expiresAt": queentest.Stamp("2026-11-30T12:01:00.000Z")}}, res)
 	res = e.arr("POST", path, `{"seconds":120}`, http.StatusOK)
-	require.Equal(t, "2026-11-30T12:02:00.000Z", res[0].(map[string]any)["expiresAt"])
+	require.Equal(t, queentest.Stamp("2026-11-30T12:02:00.000Z"), res[0].(map[string]any)["expiresAt"])
 
 	e.clock.Advance(121 * time.Second)
 	r := e.arr("POST", path, `{}`, http.StatusOK)[0].(map[string]any)

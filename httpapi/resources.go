@@ -370,7 +370,7 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 			tasks[t] = true
 		}
 	}
-	now := time.Now()
+	now := h.b.Now()
 	var timeLags, offLags []float64
 	for _, g := range groups {
 		timeLags = append(timeLags, float64(lagSeconds(g.OldestPendingAt, now)))

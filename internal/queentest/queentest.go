@@ -4,6 +4,9 @@ package queentest
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -77,9 +80,65 @@ type Clock struct {
 	changed chan struct{}
 }
 
-// NewClock returns a fake clock set to a fixed, recent instant.
+// DefaultEpoch is where [NewClock] starts unless the environment variable
+// QUEENTEST_EPOCH (RFC 3339) says otherwise. Tests that compare times
+// write them relative to DefaultEpoch and pass them through [Stamp], so
+// the whole suite can be run with the fake clock years ahead or behind:
+//
+//	QUEENTEST_EPOCH=2041-03-01T08:00:00Z go test ./...
+var DefaultEpoch = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// Epoch returns the instant fake clocks start at: QUEENTEST_EPOCH when it
+// is set, DefaultEpoch otherwise. An unparsable QUEENTEST_EPOCH panics,
+// so that a mistyped run does not pass silently on the default.
+func Epoch() time.Time {
+	v := os.Getenv("QUEENTEST_EPOCH")
+	if v == "" {
+		return DefaultEpoch
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		panic(fmt.Sprintf("queentest: QUEENTEST_EPOCH=%q: %v", v, err))
+	}
+	return t.UTC()
+}
+
+// Shift moves t, an instant written relative to DefaultEpoch, by as much
+// as [Epoch] differs from DefaultEpoch.
+func Shift(t time.Time) time.Time { return t.Add(Epoch().Sub(DefaultEpoch)) }
+
+// Stamp moves a timestamp written relative to DefaultEpoch (RFC 3339, with
+// or without fractional seconds, as a test expects it on the wire) by as
+// much as [Epoch] differs from DefaultEpoch, and formats it the same way:
+// with the same number of fractional digits and the same zone suffix. It
+// panics on a malformed literal: the literals are the test's own.
+func Stamp(s string) string {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		panic(fmt.Sprintf("queentest: Stamp(%q): %v", s, err))
+	}
+	layout := "2006-01-02T15:04:05"
+	if i := strings.IndexByte(s, '.'); i >= 0 {
+		n := 0
+		for _, c := range s[i+1:] {
+			if c < '0' || c > '9' {
+				break
+			}
+			n++
+		}
+		layout += "." + strings.Repeat("0", n)
+	}
+	if strings.HasSuffix(s, "Z") {
+		layout += "Z"
+	} else {
+		layout += "Z07:00"
+	}
+	return Shift(t).UTC().Format(layout)
+}
+
+// NewClock returns a fake clock set to [Epoch].
 func NewClock() *Clock {
-	return &Clock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC), changed: make(chan struct{})}
+	return &Clock{now: Epoch(), changed: make(chan struct{})}
 }
 
 // Changed returns a channel closed the next time the clock moves.
@@ -100,6 +159,15 @@ func (c *Clock) Now() time.Time {
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.mu.Unlock()
+}
+
+// Set moves the clock to t, forward or back.
+func (c *Clock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
 	close(c.changed)
 	c.changed = make(chan struct{})
 	c.mu.Unlock()
