@@ -74,17 +74,18 @@ func TestLease_ExpiryRedeliversWithNextAttempt(t *testing.T) {
 		require.Equal(t, []int{2, 2, 1}, attemptsOf(again.Messages), "redelivered ones count up, the new one starts at 1")
 		require.NotEqual(t, first.LeaseID, again.LeaseID)
 
+		// Expiry never spends the retry budget: checked before any ack, since
+		// a completed batch restores the budget and would hide a spent unit.
+		st, err := b.QueueStats(bg, "exp")
+		require.NoError(t, err)
+		require.Equal(t, 0, st.Partitions[0].Cursors[0].Retries, "the expiry spent retry budget")
+
 		// The old lease is dead: a fenced ack with it is refused and changes nothing.
 		res := ack(t, b, ackItems(first.Messages, queen.AckCompleted)...)
 		require.False(t, res[0].Success)
 		require.ErrorIs(t, res[0].Err, queen.ErrLeaseExpired)
 		ackAll(t, b, again.Messages, queen.AckCompleted)
 		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "exp"}).Messages)
-
-		// Expiry never spends the retry budget.
-		st, err := b.QueueStats(bg, "exp")
-		require.NoError(t, err)
-		require.Equal(t, 0, st.Partitions[0].Cursors[0].Retries)
 	})
 }
 
