@@ -61,12 +61,14 @@ func (h *handler) popParams(r *http.Request, req *queen.PopRequest) error {
 		req.Lease = time.Duration(secs) * time.Second
 	}
 	req.Conflation = p.boolean("conflation", false)
+	// Any other mode means all, as on Queen's server: its JS client sends
+	// "from_beginning". subscriptionFrom, when sent, wins.
 	switch mode, _ := p.str("subscriptionMode"); mode {
 	case "":
-	case "all", "new", "new-only":
-		req.SubscriptionMode = queen.SubscriptionMode(mode)
+	case "new", "new-only":
+		req.SubscriptionMode = queen.SubscriptionModeNew
 	default:
-		p.fail("subscriptionMode must be all, new or new-only, not %q", mode)
+		req.SubscriptionMode = queen.SubscriptionModeAll
 	}
 	if from, _ := p.str("subscriptionFrom"); from == "now" {
 		req.SubscriptionMode = queen.SubscriptionModeNew

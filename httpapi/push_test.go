@@ -193,6 +193,12 @@ func TestPop(t *testing.T) {
 		require.Nil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-new-only&subscriptionMode=new-only"))
 		require.Nil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-now&subscriptionMode=all&subscriptionFrom=now"), "subscriptionFrom wins")
 		require.NotNil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-all&subscriptionMode=all"))
+		// Any other mode means all, as on Queen's server (its JS client
+		// sends from_beginning); subscriptionFrom still wins over it.
+		require.NotNil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-beginning&subscriptionMode=from_beginning"))
+		require.NotNil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-latest&subscriptionMode=latest"))
+		require.Nil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-now2&subscriptionMode=from_beginning&subscriptionFrom=now"))
+		require.NotNil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-from-new&subscriptionMode=new&subscriptionFrom="+queentest.Stamp("2026-11-30T11:00:00Z")))
 		require.NotNil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-from&subscriptionFrom="+queentest.Stamp("2026-11-30T11:00:00Z")))
 		require.Nil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-later&subscriptionFrom="+queentest.Stamp("2026-11-30T13:00:00.000Z")))
 		require.NotNil(t, e.pop("/api/v1/pop/queue/s"), "queue mode reads from the oldest message")
@@ -290,7 +296,6 @@ func TestPop(t *testing.T) {
 			{"leaseSeconds=x", "leaseSeconds must be a number"},
 			{"leaseSeconds=-1", "leaseSeconds must not be negative"},
 			{"leaseSeconds=99999999999", "leaseSeconds must be at most"},
-			{"subscriptionMode=latest", "subscriptionMode must be all, new or new-only"},
 			{"subscriptionFrom=yesterday", `subscriptionFrom must be an ISO-8601 timestamp, not "yesterday"`},
 			{"consumerGroup=" + long, "consumerGroup is longer than 255 bytes"},
 			{"conflation=true", "conflation needs a consumerGroup"},
