@@ -49,10 +49,12 @@ func (b *Broker) collectGarbage() {
 
 // Maintain runs one round of the time-driven jobs now: max-wait eviction
 // (messages waiting longer than MaxWaitTime are dead-lettered for each group
-// that has not settled them), retention (messages older than Retention are
-// deleted) and completed retention (messages older than CompletedRetention
-// that every group has passed are deleted). The broker runs it every
-// Options.MaintenanceInterval; tests with a fake clock call it directly.
+// that has not settled them; in a partition no group reads yet, where there
+// is nobody to dead-letter for, they are deleted), retention (messages
+// older than Retention are deleted) and completed retention (messages older
+// than CompletedRetention that every group has passed are deleted). The
+// broker runs it every Options.MaintenanceInterval; tests with a fake clock
+// call it directly.
 func (b *Broker) Maintain(ctx context.Context) error {
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
@@ -72,17 +74,21 @@ func (b *Broker) Maintain(ctx context.Context) error {
 		cfg := p.q.cfgSnapshot(b)
 		now := b.now()
 		if cfg.MaxWaitTime > 0 {
-			if err := b.evict(ctx, p, now-cfg.MaxWaitTime.Microseconds()); err != nil {
+			cutoff := now - cfg.MaxWaitTime.Microseconds()
+			if err := b.evict(ctx, p, cutoff); err != nil {
+				return err
+			}
+			if err := b.retain(ctx, p, cutoff, retainUnread); err != nil {
 				return err
 			}
 		}
 		if cfg.Retention > 0 {
-			if err := b.retain(ctx, p, now-cfg.Retention.Microseconds(), false); err != nil {
+			if err := b.retain(ctx, p, now-cfg.Retention.Microseconds(), retainAll); err != nil {
 				return err
 			}
 		}
 		if cfg.CompletedRetention > 0 {
-			if err := b.retain(ctx, p, now-cfg.CompletedRetention.Microseconds(), true); err != nil {
+			if err := b.retain(ctx, p, now-cfg.CompletedRetention.Microseconds(), retainCompleted); err != nil {
 				return err
 			}
 		}
@@ -98,9 +104,37 @@ func (q *queue) cfgSnapshot(b *Broker) QueueConfig {
 
 const maintainChunk = 5000
 
-// retain deletes p's oldest messages created before cutoff; with
-// completedOnly, only those every group has passed.
-func (b *Broker) retain(ctx context.Context, p *partition, cutoff int64, completedOnly bool) error {
+// retainKind says which of a partition's old messages retain deletes.
+type retainKind int
+
+const (
+	retainAll       retainKind = iota // every one
+	retainCompleted                   // those every group has passed
+	retainUnread                      // all, but only while no group reads the partition
+)
+
+// retainEnd is one past the last offset of p that retain may delete.
+// Under b.mu.
+func retainEnd(p *partition, kind retainKind) int64 {
+	if kind == retainAll {
+		return p.next
+	}
+	end, groups := p.next, 0
+	for _, c := range p.cursors {
+		if c != nil {
+			end = min(end, c.offset)
+			groups++
+		}
+	}
+	if (kind == retainCompleted && groups == 0) || (kind == retainUnread && groups > 0) {
+		return p.first
+	}
+	return end
+}
+
+// retain deletes p's oldest messages created before cutoff, of the kind
+// given.
+func (b *Broker) retain(ctx context.Context, p *partition, cutoff int64, kind retainKind) error {
 	b.delMu.Lock() // no message delete between reading the range and counting it
 	defer b.delMu.Unlock()
 	for {
@@ -109,19 +143,7 @@ func (b *Broker) retain(ctx context.Context, p *partition, cutoff int64, complet
 			b.mu.Unlock()
 			return nil
 		}
-		from, end := p.first, p.next
-		if completedOnly {
-			groups := 0
-			for _, c := range p.cursors {
-				if c != nil {
-					end = min(end, c.offset)
-					groups++
-				}
-			}
-			if groups == 0 {
-				end = from
-			}
-		}
+		from, end := p.first, retainEnd(p, kind)
 		b.mu.Unlock()
 		if from >= end {
 			return nil
@@ -143,7 +165,8 @@ func (b *Broker) retain(ctx context.Context, p *partition, cutoff int64, complet
 			return nil
 		}
 		b.mu.Lock()
-		if p.deleted || p.first != from {
+		// A group may have joined, or a cursor moved back, meanwhile.
+		if p.deleted || p.first != from || retainEnd(p, kind) <= last {
 			b.mu.Unlock()
 			return nil
 		}

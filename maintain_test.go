@@ -79,3 +79,52 @@ func TestMaintain_MaxWaitTimeDeadLetters(t *testing.T) {
 	res := pop(t, b, queen.PopRequest{Queue: "w", Group: "g", Batch: 10})
 	require.Equal(t, []int64{2}, offsets(res.Messages), "only the fresh one is left to read")
 }
+
+// A queue no group has read yet has nobody to dead-letter for: its messages
+// older than MaxWaitTime are deleted, as Queen's eviction deletes
+// never-consumed messages, instead of being kept forever.
+func TestMaintain_MaxWaitTimeEvictsUnreadQueues(t *testing.T) {
+	t.Parallel()
+	clock := queentest.NewClock()
+	queentest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+		cfg := queen.DefaultQueueConfig()
+		cfg.MaxWaitTime = 10 * time.Minute
+		_, err := b.ConfigureQueue(bg, "w", cfg)
+		require.NoError(t, err)
+		pushN(t, b, "w", "a", 2)
+		pushN(t, b, "w", "b", 1)
+		clock.Advance(11 * time.Minute)
+		pushN(t, b, "w", "a", 1)
+		require.NoError(t, b.Maintain(bg))
+
+		f, err := b.Fetch(bg, "w", "a", 0, 100)
+		require.NoError(t, err)
+		require.Len(t, f.Records, 1, "only the fresh message is left")
+		require.Equal(t, int64(2), f.Records[0].Offset)
+		f, err = b.Fetch(bg, "w", "b", 0, 100)
+		require.NoError(t, err)
+		require.Empty(t, f.Records)
+		st, err := b.QueueStats(bg, "w")
+		require.NoError(t, err)
+		require.Equal(t, int64(1), st.Messages)
+		require.Zero(t, st.DeadLetters, "no group to dead-letter for")
+		// Offsets are never reused, and a group reading from the start
+		// begins at the horizon.
+		require.Equal(t, int64(1), pushN(t, b, "w", "b", 1)[0].Offset)
+		res := pop(t, b, queen.PopRequest{Queue: "w", Group: "g", SubscriptionMode: queen.SubscriptionModeAll, Batch: 10, Partitions: 2})
+		require.ElementsMatch(t, []int64{2, 1}, offsets(res.Messages))
+
+		// Once a group reads the queue, its waiting messages are
+		// dead-lettered for it, not deleted.
+		ackAll(t, b, res.Messages, queen.AckCompleted)
+		pushN(t, b, "w", "a", 1)
+		clock.Advance(11 * time.Minute)
+		require.NoError(t, b.Maintain(bg))
+		page, err := b.DeadLetters(bg, queen.LetterFilter{Queue: "w", ConsumerGroup: "g"})
+		require.NoError(t, err)
+		require.Equal(t, 1, page.Total)
+		f, err = b.Fetch(bg, "w", "a", 0, 100)
+		require.NoError(t, err)
+		require.Equal(t, []int64{2, 3}, []int64{f.Records[0].Offset, f.Records[1].Offset})
+	})
+}

@@ -41,7 +41,9 @@ type QueueConfig struct {
 	// consumer group of the queue has passed. Zero keeps them.
 	CompletedRetention time.Duration
 	// MaxWaitTime dead-letters messages that have waited longer than this
-	// without a group settling them. Zero disables it.
+	// without a group settling them, for each such group; in a partition
+	// no group reads yet, they are deleted instead. Checked every
+	// Options.MaintenanceInterval. Zero disables it.
 	MaxWaitTime time.Duration
 	// Priority orders queues in discovery pops: higher first.
 	Priority int
