@@ -6,17 +6,23 @@
 // environment variables Queen's server reads; a flag wins over its
 // variable:
 //
-//	-host              HOST                       listen address (default 0.0.0.0)
-//	-port              PORT                       listen port (default 6632; 0 picks a free one)
-//	-data              QUEEN_DATA_DIR             data directory (default ./queen-data)
-//	-durability        QUEEN_DURABILITY           sync (fsync every commit, default) or none
-//	-subscription-mode DEFAULT_SUBSCRIPTION_MODE  where new consumer groups start: new (default) or all
-//	-default-timeout   DEFAULT_TIMEOUT            long-poll timeout in ms of pops that send none (default 30000)
-//	-default-batch     DEFAULT_BATCH_SIZE         batch of pops that send none (default 1)
-//	-max-body          QUEEN_MAX_BODY_BYTES       request body limit in bytes (default 16 MiB)
-//	-log-level         LOG_LEVEL                  debug, info (default), warn or error
-//	-shutdown-timeout  QUEEN_SHUTDOWN_TIMEOUT     how long shutdown waits for requests (default 30s)
-//	                   QUEEN_ENCRYPTION_KEY       64 hex characters: the AES-256 key for encrypted queues
+//	-host               HOST                       listen address (default 0.0.0.0)
+//	-port               PORT                       listen port (default 6632; 0 picks a free one)
+//	-data               QUEEN_DATA_DIR             data directory (default ./queen-data)
+//	-durability         QUEEN_DURABILITY           sync (fsync every commit, default) or none
+//	-subscription-mode  DEFAULT_SUBSCRIPTION_MODE  where new consumer groups start: new (default) or all
+//	-default-timeout    DEFAULT_TIMEOUT            long-poll timeout in ms of pops that send none (default 30000)
+//	-default-batch      DEFAULT_BATCH_SIZE         batch of pops that send none (default 1)
+//	-max-body           QUEEN_MAX_BODY_BYTES       request body limit in bytes (default 16 MiB)
+//	-log-level          LOG_LEVEL                  debug, info (default), warn or error
+//	-shutdown-timeout   QUEEN_SHUTDOWN_TIMEOUT     how long shutdown waits for requests (default 30s)
+//	-retention-interval RETENTION_INTERVAL         ms between retention runs (default 10000)
+//	-eviction-interval  EVICTION_INTERVAL          ms between max-wait eviction runs (default 10000)
+//	                    QUEEN_ENCRYPTION_KEY       64 hex characters: the AES-256 key for encrypted queues
+//
+// Retention, completed retention and max-wait eviction run together in one
+// maintenance round, so the broker has one period for them: the retention
+// or eviction interval when only one is set, the smaller when both are.
 //
 // On SIGTERM or SIGINT it stops accepting connections, ends every parked
 // long-poll at once (they answer 204), lets running requests finish, and
@@ -31,6 +37,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -66,6 +73,9 @@ type config struct {
 	maxBody         int64
 	logLevel        slog.Level
 	shutdownTimeout time.Duration
+	// maintenance is the period of retention and eviction; 0 leaves the
+	// broker's default.
+	maintenance time.Duration
 }
 
 // parseConfig reads flags over environment variables over defaults.
@@ -88,6 +98,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	maxBody := fs.String("max-body", env("QUEEN_MAX_BODY_BYTES", strconv.Itoa(16<<20)), "request body limit in bytes (env QUEEN_MAX_BODY_BYTES)")
 	logLevel := fs.String("log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	shutdown := fs.String("shutdown-timeout", env("QUEEN_SHUTDOWN_TIMEOUT", "30s"), "how long shutdown waits for running requests (env QUEEN_SHUTDOWN_TIMEOUT)")
+	retention := fs.String("retention-interval", env("RETENTION_INTERVAL", ""), "ms between retention runs; with -eviction-interval the smaller wins (default 10000) (env RETENTION_INTERVAL)")
+	eviction := fs.String("eviction-interval", env("EVICTION_INTERVAL", ""), "ms between max-wait eviction runs; with -retention-interval the smaller wins (default 10000) (env EVICTION_INTERVAL)")
 	fs.Usage = func() {
 		fmt.Fprintln(out, "Usage: queen [flags]\n\nRuns the queen broker with Queen's REST API. Flags win over environment variables.\nQUEEN_ENCRYPTION_KEY (64 hex characters) sets the key for encrypted queues.\n\nFlags:")
 		fs.PrintDefaults()
@@ -139,6 +151,18 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	if c.shutdownTimeout, err = time.ParseDuration(*shutdown); err != nil || c.shutdownTimeout <= 0 {
 		return nil, fmt.Errorf("shutdown timeout must be a positive duration such as 30s, not %q", *shutdown)
 	}
+	for _, iv := range []struct{ name, v string }{{"retention interval", *retention}, {"eviction interval", *eviction}} {
+		if iv.v == "" {
+			continue
+		}
+		ms, err := strconv.ParseInt(iv.v, 10, 64)
+		if err != nil || ms <= 0 || ms > math.MaxInt64/int64(time.Millisecond) {
+			return nil, fmt.Errorf("%s must be a positive number of milliseconds, not %q", iv.name, iv.v)
+		}
+		if d := time.Duration(ms) * time.Millisecond; c.maintenance == 0 || d < c.maintenance {
+			c.maintenance = d
+		}
+	}
 	if k := strings.TrimSpace(getenv("QUEEN_ENCRYPTION_KEY")); k != "" {
 		key, err := hex.DecodeString(k)
 		if err != nil || len(key) != 32 {
@@ -147,6 +171,14 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 		c.encryptionKey = key
 	}
 	return c, nil
+}
+
+// brokerOptions are the broker's options for c.
+func (c *config) brokerOptions(logger *slog.Logger) *queen.Options {
+	return &queen.Options{
+		Durability: c.durability, DefaultSubscriptionMode: c.subscription, EncryptionKey: c.encryptionKey, Logger: logger,
+		MaintenanceInterval: c.maintenance,
+	}
 }
 
 // run serves until ctx ends, then shuts down; it returns the exit code.
@@ -161,9 +193,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
 
-	b, err := queen.Open(cfg.dataDir, &queen.Options{
-		Durability: cfg.durability, DefaultSubscriptionMode: cfg.subscription, EncryptionKey: cfg.encryptionKey, Logger: logger,
-	})
+	opts := cfg.brokerOptions(logger)
+	b, err := queen.Open(cfg.dataDir, opts)
 	if err != nil {
 		logger.Error("queen: cannot open the data directory", "dir", cfg.dataDir, "err", err)
 		return 1
@@ -193,8 +224,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if cfg.durability == queen.SyncNever {
 		durability = "none"
 	}
+	maintenance := "default"
+	if opts.MaintenanceInterval > 0 {
+		maintenance = opts.MaintenanceInterval.String()
+	}
 	logger.Info("queen: listening", "addr", ln.Addr().String(), "data", cfg.dataDir, "durability", durability,
-		"subscriptionMode", string(cfg.subscription), "encryption", cfg.encryptionKey != nil)
+		"subscriptionMode", string(cfg.subscription), "encryption", cfg.encryptionKey != nil, "maintenanceInterval", maintenance)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 

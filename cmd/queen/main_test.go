@@ -63,6 +63,28 @@ func TestParseConfig(t *testing.T) {
 		require.Equal(t, queen.SubscriptionModeNewOnly, c.subscription)
 	})
 
+	t.Run("maintenance interval", func(t *testing.T) {
+		t.Parallel()
+		for _, c := range []struct {
+			env  map[string]string
+			args []string
+			want time.Duration
+		}{
+			{nil, nil, 0}, // the broker's default
+			{map[string]string{"RETENTION_INTERVAL": "300000"}, nil, 5 * time.Minute},
+			{map[string]string{"EVICTION_INTERVAL": "60000"}, nil, time.Minute},
+			{map[string]string{"RETENTION_INTERVAL": "300000", "EVICTION_INTERVAL": "60000"}, nil, time.Minute},
+			{map[string]string{"RETENTION_INTERVAL": "1500", "EVICTION_INTERVAL": "60000"}, nil, 1500 * time.Millisecond},
+			{map[string]string{"RETENTION_INTERVAL": "300000"}, []string{"-retention-interval", "2000"}, 2 * time.Second},
+			{map[string]string{"RETENTION_INTERVAL": "300000"}, []string{"-eviction-interval", "400000"}, 5 * time.Minute},
+		} {
+			cfg, err := parseConfig(c.args, envOf(c.env), io.Discard)
+			require.NoError(t, err)
+			require.Equal(t, c.want, cfg.maintenance, "%v %v", c.env, c.args)
+			require.Equal(t, c.want, cfg.brokerOptions(nil).MaintenanceInterval, "%v %v", c.env, c.args)
+		}
+	})
+
 	t.Run("refuses bad values", func(t *testing.T) {
 		t.Parallel()
 		for _, c := range []struct {
@@ -79,6 +101,10 @@ func TestParseConfig(t *testing.T) {
 			{map[string]string{"QUEEN_MAX_BODY_BYTES": "0"}, nil, "max body must be a positive number"},
 			{map[string]string{"LOG_LEVEL": "loud"}, nil, "log level must be"},
 			{map[string]string{"QUEEN_SHUTDOWN_TIMEOUT": "soon"}, nil, "shutdown timeout must be a positive duration"},
+			{map[string]string{"RETENTION_INTERVAL": "5m"}, nil, `retention interval must be a positive number of milliseconds, not "5m"`},
+			{map[string]string{"EVICTION_INTERVAL": "0"}, nil, "eviction interval must be a positive number of milliseconds"},
+			{nil, []string{"-eviction-interval", "-1"}, "eviction interval must be a positive number of milliseconds"},
+			{map[string]string{"RETENTION_INTERVAL": "99999999999999999"}, nil, "retention interval must be a positive number of milliseconds"},
 			{map[string]string{"QUEEN_ENCRYPTION_KEY": "abcd"}, nil, "QUEEN_ENCRYPTION_KEY must be 64 hexadecimal characters"},
 			{map[string]string{"QUEEN_ENCRYPTION_KEY": strings.Repeat("zz", 32)}, nil, "QUEEN_ENCRYPTION_KEY must be 64 hexadecimal characters"},
 			{nil, []string{"-data", ""}, "data directory must not be empty"},
