@@ -263,7 +263,9 @@ func (b *Broker) tryPop(ctx context.Context, req *PopRequest) (*PopResult, *wait
 	if req.Partition != "" {
 		p = q.parts[req.Partition]
 	}
-	if req.Partition == "" || p != nil { // an unknown partition has nothing yet
+	// An unknown partition has nothing yet; in maintenance mode nothing
+	// is handed out (read under b.mu, see SetMaintenanceMode).
+	if (req.Partition == "" || p != nil) && !b.maint.Load() {
 		claims, l = b.claim(g, p, req, now)
 	}
 	var joined <-chan error

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -199,6 +200,7 @@ type Broker struct {
 	consumer consumerSet
 	sweeps   []func() error // unfinished queue deletions found by load
 	counters counters
+	maint    atomic.Bool // maintenance mode: pops claim nothing (see SetMaintenanceMode)
 }
 
 // Open opens (creating if needed) a broker stored in dir. With

@@ -1,0 +1,37 @@
+package queen
+
+import "context"
+
+// SetMaintenanceMode turns maintenance mode on or off, as Queen's
+// maintenance switch does for its clients: while it is on, pushes, acks,
+// lease renewals, transactions and every read are served as usual, but
+// pops hand out nothing. A pop without Wait returns an empty result at
+// once; a waiting pop stays parked (until its timeout) and takes nothing,
+// including a pop that was already waiting when the mode was turned on.
+// Turning the mode off wakes every waiting pop, and the messages pushed
+// meanwhile are delivered as if they had just arrived, each once per group.
+// Leases handed out before the mode was turned on run their course.
+//
+// The switch lives in memory: a broker opened again starts with it off.
+// ctx is not used today. After Close it returns [ErrClosed].
+func (b *Broker) SetMaintenanceMode(ctx context.Context, on bool) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.usable(); err != nil {
+		return err
+	}
+	// Set under b.mu, which pops hold while they claim: once this
+	// returns, no pop claims anything until the mode is turned off.
+	if was := b.maint.Swap(on); was && !on {
+		for _, q := range b.queues {
+			for _, g := range q.groups {
+				g.wakeAll()
+			}
+		}
+	}
+	return nil
+}
+
+// MaintenanceMode reports whether maintenance mode is on (see
+// [Broker.SetMaintenanceMode]).
+func (b *Broker) MaintenanceMode() bool { return b.maint.Load() }
