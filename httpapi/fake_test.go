@@ -71,6 +71,8 @@ func (f failing) ListGroups(context.Context, string) ([]queen.GroupStats, error)
 	return nil, f.err
 }
 func (f failing) DeleteGroup(context.Context, string, string, bool) (int, error) { return 0, f.err }
+func (f failing) SetMaintenanceMode(context.Context, bool) error                 { return f.err }
+func (f failing) MaintenanceMode() bool                                          { return false }
 func (f failing) SetGroupSubscription(context.Context, string, time.Time) (int, error) {
 	return 0, f.err
 }
@@ -132,6 +134,9 @@ func TestStorageFailures(t *testing.T) {
 		{"GET", "/api/v1/resources/queues/q", ""},
 		{"GET", "/api/v1/resources/namespaces", ""},
 		{"GET", "/api/v1/resources/tasks", ""},
+		{"GET", "/api/v1/status", ""},
+		{"POST", "/api/v1/system/maintenance", `{"enabled":true}`},
+		{"POST", "/api/v1/system/maintenance/pop", `{"enabled":false}`},
 		{"GET", "/api/v1/status/queues", ""},
 		{"GET", "/api/v1/status/queues/q", ""},
 		{"GET", "/api/v1/status/queues/q/messages", ""},

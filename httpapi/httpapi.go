@@ -18,8 +18,17 @@
 // over 255 bytes and malformed UUIDs are refused with 400, oversized bodies
 // with 413. Storage failures answer 500 {"error":"internal error"}; the
 // detail goes to [Options.Logger]. Routes of Queen that this broker does
-// not implement (streams, analytics, migration, maintenance, the
+// not implement (streams, analytics, migration, shared state, the
 // dashboard) answer 404 {"error":"not supported"}.
+//
+// # Maintenance mode
+//
+// POST /api/v1/system/maintenance (or …/maintenance/pop) with
+// {"enabled": true} turns on the broker's maintenance mode (see
+// [queen.Broker.SetMaintenanceMode]): pushes are stored, pops deliver
+// nothing (204), and turning it off delivers what was pushed meanwhile.
+// Queen's two modes are one switch here. It lives in memory: a restarted
+// broker starts with it off.
 //
 // # Long polls
 //
@@ -87,6 +96,9 @@ type Broker interface {
 	Traces(ctx context.Context, partitionID, transactionID string) ([]queen.TraceEvent, error)
 	TracesByName(ctx context.Context, name string, limit, offset int) (*queen.TracePage, error)
 	TraceNames(ctx context.Context, limit, offset int) (*queen.TraceNamePage, error)
+
+	SetMaintenanceMode(ctx context.Context, on bool) error
+	MaintenanceMode() bool
 
 	Counters() queen.Counters
 	Ping(ctx context.Context) error
@@ -279,6 +291,7 @@ func (h *handler) routes() {
 	h.handle("DELETE /api/v1/resources/queues/{queue}", AccessAdmin, h.deleteQueue)
 	h.handle("GET /api/v1/resources/namespaces", AccessReadOnly, h.namespaces)
 	h.handle("GET /api/v1/resources/tasks", AccessReadOnly, h.tasks)
+	h.handle("GET /api/v1/status", AccessReadOnly, h.status)
 	h.handle("GET /api/v1/status/queues", AccessReadOnly, h.statusQueues)
 	h.handle("GET /api/v1/status/queues/{queue}", AccessReadOnly, h.statusQueue)
 	h.handle("GET /api/v1/status/queues/{queue}/messages", AccessReadOnly, h.statusQueueMessages)
@@ -304,6 +317,11 @@ func (h *handler) routes() {
 	h.handle("POST /api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek", AccessReadWrite, h.seekPartition)
 	h.handle("POST /api/v1/stats/refresh", AccessAdmin, h.refreshStats)
 
+	h.handle("GET /api/v1/system/maintenance", AccessAdmin, h.getMaintenance)
+	h.handle("POST /api/v1/system/maintenance", AccessAdmin, h.setMaintenance)
+	h.handle("GET /api/v1/system/maintenance/pop", AccessAdmin, h.getPopMaintenance)
+	h.handle("POST /api/v1/system/maintenance/pop", AccessAdmin, h.setPopMaintenance)
+
 	h.handle("POST /api/v1/traces", AccessReadWrite, h.recordTrace)
 	h.handle("GET /api/v1/traces/names", AccessReadOnly, h.traceNames)
 	h.handle("GET /api/v1/traces/by-name/{name}", AccessReadOnly, h.tracesByName)
@@ -311,8 +329,8 @@ func (h *handler) routes() {
 
 	// Queen routes this broker does not implement.
 	for _, p := range []string{
-		"GET /{$}", "/api/v1/status", "/api/v1/status/analytics", "/api/v1/status/buffers",
-		"/api/v1/analytics/", "/api/v1/system/", "/api/v1/migration/", "/streams/v1/", "/internal/",
+		"GET /{$}", "/api/v1/status/analytics", "/api/v1/status/buffers",
+		"/api/v1/analytics/", "/api/v1/system/shared-state", "/api/v1/migration/", "/streams/v1/", "/internal/",
 		"/api/v1/stream/", "DELETE /api/v1/queues/{queue}/clear", "GET /api/v1/resources/partitions",
 		"POST /api/v1/messages/{partitionId}/{transactionId}/retry", "POST /api/v1/messages/{partitionId}/{transactionId}/dlq",
 	} {

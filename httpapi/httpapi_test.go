@@ -179,9 +179,8 @@ func TestHandler_UnknownAndUnsupportedRoutes(t *testing.T) {
 	e.fails("GET", "/api/v1/nope", nil, http.StatusNotFound, "not found")
 	e.fails("GET", "/elsewhere", nil, http.StatusNotFound, "not found")
 	for _, r := range [][2]string{
-		{"GET", "/"}, {"GET", "/api/v1/status"}, {"GET", "/api/v1/status/analytics"}, {"GET", "/api/v1/status/buffers"},
-		{"GET", "/api/v1/analytics/system-metrics"}, {"GET", "/api/v1/analytics/queue-lag"},
-		{"GET", "/api/v1/system/maintenance"}, {"POST", "/api/v1/system/maintenance/pop"}, {"GET", "/api/v1/system/shared-state"},
+		{"GET", "/"}, {"GET", "/api/v1/status/analytics"}, {"GET", "/api/v1/status/buffers"},
+		{"GET", "/api/v1/analytics/system-metrics"}, {"GET", "/api/v1/analytics/queue-lag"}, {"GET", "/api/v1/system/shared-state"},
 		{"POST", "/api/v1/migration/start"}, {"POST", "/streams/v1/queries"}, {"POST", "/streams/v1/cycle"},
 		{"POST", "/internal/api/notify"}, {"POST", "/api/v1/stream/define"}, {"DELETE", "/api/v1/queues/q/clear"},
 		{"GET", "/api/v1/resources/partitions"}, {"POST", "/api/v1/messages/p/t/retry"}, {"POST", "/api/v1/messages/p/t/dlq"},
@@ -196,6 +195,9 @@ func TestHandler_UnknownAndUnsupportedRoutes(t *testing.T) {
 	rec = e.do("PUT", "/api/v1/resources/queues/q", nil)
 	require.Equal(t, http.StatusMethodNotAllowed, rec.Code)
 	require.ElementsMatch(t, []string{"GET", "DELETE"}, rec.Header().Values("Allow"))
+	rec = e.do("DELETE", "/api/v1/system/maintenance", nil)
+	require.Equal(t, http.StatusMethodNotAllowed, rec.Code)
+	require.ElementsMatch(t, []string{"GET", "POST"}, rec.Header().Values("Allow"))
 }
 
 func TestHandler_Bodies(t *testing.T) {
@@ -265,7 +267,7 @@ func TestHandler_Authorize(t *testing.T) {
 	// Preflights and unsupported routes do not ask.
 	n := len(seen)
 	require.Equal(t, http.StatusNoContent, send("OPTIONS", "/api/v1/push", "").Code)
-	require.Equal(t, http.StatusNotFound, send("GET", "/api/v1/status", "").Code)
+	require.Equal(t, http.StatusNotFound, send("GET", "/api/v1/status/analytics", "").Code)
 	require.Len(t, seen, n)
 	require.Contains(t, seen, "GET /health public")
 	require.Contains(t, seen, "GET /api/v1/resources/queues read-only")
