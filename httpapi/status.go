@@ -29,14 +29,13 @@ type errorCount struct {
 func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 	p := newParams(r)
 	queue, ns, task := p.name("queue"), p.name("namespace"), p.name("task")
-	now := time.Now()
 	from, to := p.time("from"), p.time("to")
 	if p.err != nil {
 		h.writeError(w, r, p.err)
 		return
 	}
 	if to.IsZero() {
-		to = now
+		to = h.b.Now()
 	}
 	if from.IsZero() {
 		from = to.Add(-time.Hour)

@@ -44,6 +44,9 @@ func TestStatus(t *testing.T) {
 	require.Equal(t, map[string]any{"active": 1.0, "totalBatchSize": 1.0, "totalAcked": 0.0}, res["leases"])
 	require.Equal(t, map[string]any{"totalMessages": 2.0, "affectedPartitions": 2.0,
 		"topErrors": []any{map[string]any{"error": "bad sku", "count": 2.0}}}, res["deadLetterQueue"])
+	now := e.clock.Now().UTC()
+	require.Equal(t, map[string]any{"from": now.Add(-time.Hour).Format("2006-01-02T15:04:05.000Z"), "to": now.Format("2006-01-02T15:04:05.000Z"),
+		"bucketMinutes": 1.0, "pointCount": 0.0}, res["timeRange"], "the last hour on the broker's clock")
 	require.Equal(t, []any{}, res["throughput"])
 	require.Equal(t, []any{}, res["workers"])
 	require.Equal(t, map[string]any{"from": "2026-11-30T10:00:00.000Z", "to": "2026-11-30T11:00:00.000Z", "bucketMinutes": 1.0, "pointCount": 0.0},
