@@ -280,3 +280,20 @@ func TestBatchHandler_OneSpanLinkingMessages(t *testing.T) {
 	require.Equal(t, t0, s.Links()[0].SpanContext.TraceID())
 	require.Equal(t, t2, s.Links()[1].SpanContext.TraceID())
 }
+
+// TestEndSpan: an in-progress answer is not a failure; other errors are.
+func TestEndSpan(t *testing.T) {
+	tracer, sr := newTracer(t)
+	_, span := queenotel.StartSpan(context.Background(), tracer, &queen.Message{Queue: "q"})
+	queenotel.EndSpan(span, queen.InProgress(time.Second))
+	_, span = queenotel.StartSpan(context.Background(), tracer, &queen.Message{Queue: "q"})
+	queenotel.EndSpan(span, errors.New("boom"))
+	spans := sr.Ended()
+	require.Len(t, spans, 2)
+	require.Equal(t, codes.Unset, spans[0].Status().Code)
+	require.Empty(t, spans[0].Events())
+	require.Equal(t, "in_progress", attrs(spans[0])[queenotel.AttrOutcome].AsString())
+	require.Equal(t, codes.Error, spans[1].Status().Code)
+	require.Equal(t, "boom", spans[1].Status().Description)
+	require.Len(t, spans[1].Events(), 1)
+}
