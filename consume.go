@@ -167,10 +167,19 @@ func (c *Consumer) Execute(ctx context.Context) error {
 }
 
 // Start runs the loop in the background until it stops; ctx ending stops
-// it, as [Consumer.Stop] does. See [Consumer.Done] and [Consumer.Err].
+// it, as [Consumer.Stop] does. See [Consumer.Done] and [Consumer.Err]. It
+// returns [ErrClosed] on a closed broker, [ErrConsumerStarted] if the loop
+// already ran, ctx's error if ctx has ended, and the invalid option, if
+// any; the loop then does not start.
 func (c *Consumer) Start(ctx context.Context) error {
 	if c.err != nil {
 		return c.err
+	}
+	c.q.b.mu.Lock()
+	err := c.q.b.usable()
+	c.q.b.mu.Unlock()
+	if err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -293,6 +302,10 @@ type run struct {
 	hctx      context.Context // handlers' ctx: ends if a drain runs out of time
 	hcancel   context.CancelFunc
 	ackCtx    context.Context // never ends: settling outlives a stop
+	// ends are the contexts whose end stops the loop (the ctx given to
+	// Start or Execute, and the one given to Consume); only their Err is
+	// read, to tell a failure caused by the stop.
+	ends [2]context.Context
 
 	mu         sync.Mutex
 	cond       *sync.Cond
@@ -336,6 +349,7 @@ func newRun(c *Consumer, ctx context.Context) *run {
 		r.drainTimeout = r.b.opts.DrainTimeout
 	}
 	r.userSettles = !q.autoAck || r.onSuccess != nil || r.onError != nil
+	r.ends = [2]context.Context{ctx, c.parent}
 	r.cond = sync.NewCond(&r.mu)
 	base := context.WithoutCancel(ctx)
 	r.ackCtx = base
@@ -367,6 +381,24 @@ func (r *run) start(ctx, parent context.Context) {
 		close(r.done)
 		r.finish()
 	}()
+}
+
+// interrupted reports whether the loop has been asked to stop: Stopping is
+// closed, or a context whose end stops the loop has ended (its AfterFunc
+// may not have run yet). A handler failure seen then is put down to the
+// stop. It never turns false again.
+func (r *run) interrupted() bool {
+	select {
+	case <-r.stopCh:
+		return true
+	default:
+	}
+	for _, ctx := range r.ends {
+		if ctx != nil && ctx.Err() != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // finish marks the loop over for its callers.
@@ -768,6 +800,8 @@ func (r *run) userSettle(msgs []*Message, herr error, d time.Duration, rest []*M
 		case herr == nil && r.onSuccess != nil:
 			err = callback(func() error { return r.onSuccess(r.hctx, m) })
 		case herr == nil:
+		case r.interrupted(): // not a failure: the loop gives it back
+			err = herr
 		case r.onError != nil:
 			err = callback(func() error { return r.onError(r.hctx, m, herr) })
 		default:

@@ -158,6 +158,9 @@ func (r *run) decide(msg *Message, err error) decision {
 			return decision{status: AckDLQ, text: text, outcome: OutcomeDeadLettered}
 		}
 	}
+	if r.interrupted() { // the stop caused it: given back, no attempt spent
+		return decision{status: AckRetry, text: text, outcome: OutcomeReleased, unused: true}
+	}
 	if p := r.retry; p != nil {
 		attempt := r.b.consumer.attempt(msg)
 		if p.exhausted(attempt, msg.CreatedAt, r.b.clock.Now()) {
