@@ -62,7 +62,8 @@ type Settlement struct {
 // [Consumer.Stop] or [Broker.Close]. Stopping takes no new messages, gives
 // back at once (with an ack of status retry, which spends no retry) those
 // taken but not started, and waits for running handlers up to the drain
-// timeout.
+// timeout. A handler that fails because of the stop spends no retry
+// either: see [Stopping].
 //
 // ctx is kept by the consumer, only to stop it: Queen's clients take it
 // here, and code written for them passes it.
@@ -130,8 +131,9 @@ func (c *Consumer) OnSuccess(fn func(ctx context.Context, msg *Message) error) *
 // OnError makes the loop call fn, instead of settling the failure itself,
 // for each message whose handler failed: fn decides what to do, e.g. ack
 // it dlq or failed. If fn returns an error, the loop settles the message
-// as a failure with that error, if fn left it unsettled. Set it before
-// the loop runs.
+// as a failure with that error, if fn left it unsettled. fn is not called
+// for an error returned once the loop was asked to stop: the loop gives
+// that message back (see [Stopping]). Set it before the loop runs.
 func (c *Consumer) OnError(fn func(ctx context.Context, msg *Message, err error) error) *Consumer {
 	c.mu.Lock()
 	c.onError = fn
@@ -262,6 +264,17 @@ type stopKey struct{}
 // Stopping returns a channel that is closed once the consume loop that
 // called the handler holding ctx has been asked to stop, so a long handler
 // can wrap up early. It returns nil for any other ctx.
+//
+// A stop costs no retry: a failure (an error, a panic or [Retry]) that a
+// handler returns once its loop has been asked to stop (Stopping closed,
+// or the ctx given to Consume, Start or Execute ended) is put down to the
+// stop, whatever the error wraps. The message is given back with an ack of
+// status retry, which spends none of the (partition, group) retry budget
+// and no attempt of a [RetryPolicy], OnError is not called, and it is
+// reported [OutcomeReleased]. An error wrapping [context.Canceled] or
+// [context.DeadlineExceeded] while the loop is not stopping (the handler's
+// own call timing out) is a failure like any other. [Reject], [Park] and
+// [InProgress] keep their meaning during a stop.
 func Stopping(ctx context.Context) <-chan struct{} {
 	ch, _ := ctx.Value(stopKey{}).(chan struct{})
 	return ch

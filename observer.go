@@ -61,7 +61,7 @@ const (
 	OutcomeParked       Outcome = "parked"        // moved to the parked store
 	OutcomeInProgress   Outcome = "in_progress"   // put back without spending an attempt
 	OutcomeHandled      Outcome = "handled"       // settled by the handler or its callbacks, not by the loop
-	OutcomeReleased     Outcome = "released"      // given back, or left to come back, without being handled
+	OutcomeReleased     Outcome = "released"      // given back, or left to come back, unsettled: not handled, failed because the loop was stopping, or its ack refused
 	OutcomeDiscarded    Outcome = "discarded"     // handled after a drain ran out of time; nothing settled
 )
 

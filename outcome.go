@@ -17,6 +17,8 @@ import (
 //	nil                        completed
 //	plain error (or a panic)   failed: the queue's retry budget, or the
 //	                           consumer's RetryPolicy, decides what comes next
+//	                           (once the loop is stopping: given back, no
+//	                           retry spent; see Stopping)
 //	Retry(err)                 retry without spending the queue's budget
 //	Reject(err), Fatal(err)    dead-lettered at once, with err's text
 //	Park(err)                  moved to the parked store, not the DLQ

@@ -16,9 +16,9 @@ import (
 // MaxMessageAge, it is dead-lettered with the handler's error text.
 //
 // Attempts are counted from [Message.DeliveryAttempt], less the deliveries
-// a consume loop of this broker gave back without running the handler
-// (messages skipped behind a failure, given back on shutdown, or answered
-// [InProgress]).
+// a consume loop of this broker gave back without a real attempt (messages
+// skipped behind a failure, given back on shutdown, failed because the
+// loop was stopping (see [Stopping]), or answered [InProgress]).
 type RetryPolicy struct {
 	// MaxAttempts is how many times the handler may see a message in all.
 	// Zero means no limit (MaxMessageAge then bounds the retries, if set).
