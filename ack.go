@@ -73,7 +73,10 @@ type AckResult struct {
 
 // AckOptions are the options of [Broker.Ack].
 type AckOptions struct {
-	// ConsumerGroup that popped the message; empty means queue mode.
+	// ConsumerGroup names the group the ack settles the message for.
+	// Empty means the message's own [Message.ConsumerGroup], the group
+	// that popped it (queue mode for [QueueModeGroup]); set it only to ack
+	// for another group, or for a message built by hand.
 	ConsumerGroup string
 	// Error text, kept if the message is dead-lettered.
 	Error string
