@@ -74,9 +74,10 @@ type AckResult struct {
 // AckOptions are the options of [Broker.Ack].
 type AckOptions struct {
 	// ConsumerGroup names the group the ack settles the message for.
-	// Empty means the message's own [Message.ConsumerGroup], the group
-	// that popped it (queue mode for [QueueModeGroup]); set it only to ack
-	// for another group, or for a message built by hand.
+	// Empty, the usual case, means the message's own
+	// [Message.ConsumerGroup]: the group that popped it, or queue mode for
+	// [QueueModeGroup]. Set it only for a message that does not carry its
+	// group (one built by hand).
 	ConsumerGroup string
 	// Error text, kept if the message is dead-lettered.
 	Error string
