@@ -705,9 +705,7 @@ func (r *run) runLane(j *job) {
 		r.mu.Unlock()
 		if back { // the rest comes back behind msg
 			r.unclaim(rest, false)
-			for _, m := range rest {
-				r.reportOne(Settlement{Message: m, Outcome: OutcomeReleased})
-			}
+			r.reportReleased(rest)
 			return
 		}
 	}

@@ -228,6 +228,9 @@ func (r *run) settle(msgs []*Message, herr error, handled bool, d time.Duration,
 		case results[i].Parked:
 			dec.outcome = OutcomeParked
 		}
+		if ackErr != nil { // nothing settled: it comes back by itself
+			dec.outcome = OutcomeReleased
+		}
 		if ackErr == nil {
 			switch dec.outcome {
 			case OutcomeAccepted, OutcomeDeadLettered, OutcomeParked:
@@ -270,6 +273,7 @@ func (r *run) giveBack(msgs []*Message) {
 		results, err = r.b.AckBatch(r.ackCtx, items)
 	}
 	r.unclaim(msgs, false)
+	r.observeReleased(len(msgs))
 	for _, m := range msgs {
 		var ackErr error
 		status := AckStatus("")
@@ -293,8 +297,22 @@ func (r *run) release(msgs []*Message) {
 		return
 	}
 	r.unclaim(msgs, true)
+	r.reportReleased(msgs)
+}
+
+// reportReleased tells the Observer and the OnSettled callback that msgs
+// were released unhandled, with no ack.
+func (r *run) reportReleased(msgs []*Message) {
+	r.observeReleased(len(msgs))
 	for _, m := range msgs {
 		r.reportOne(Settlement{Message: m, Outcome: OutcomeReleased})
+	}
+}
+
+// observeReleased counts n messages released unhandled.
+func (r *run) observeReleased(n int) {
+	if n > 0 {
+		r.b.observe(Event{Kind: EventConsume, Queue: r.req.Queue, Group: r.group, Outcome: OutcomeReleased, Count: n})
 	}
 }
 
@@ -314,9 +332,7 @@ func (r *run) unclaim(msgs []*Message, count bool) {
 
 // report tells the Observer and the OnSettled callback what happened.
 func (r *run) report(msgs []*Message, dec decision, herr error, handled bool, ackErr error, it *AckItem, d time.Duration) {
-	if handled || dec.outcome != OutcomeReleased {
-		r.b.observe(Event{Kind: EventConsume, Queue: r.req.Queue, Group: r.group, Outcome: dec.outcome, Count: len(msgs), Duration: d})
-	}
+	r.b.observe(Event{Kind: EventConsume, Queue: r.req.Queue, Group: r.group, Outcome: dec.outcome, Count: len(msgs), Duration: d})
 	for _, m := range msgs {
 		s := Settlement{Message: m, Outcome: dec.outcome, Err: herr, AckErr: ackErr, Handled: handled}
 		if it != nil {
