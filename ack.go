@@ -69,6 +69,8 @@ type AckResult struct {
 	// DeadLettered and Parked report where the message went.
 	DeadLettered bool
 	Parked       bool
+
+	unchanged bool // accepted but changed nothing: not counted
 }
 
 // AckOptions are the options of [Broker.Ack].
@@ -165,23 +167,84 @@ func (b *Broker) AckBatch(ctx context.Context, items []AckItem) ([]AckResult, er
 	return results, nil
 }
 
+// observeAcks reports the items that settled or gave back a message, per
+// queue, group and status. Refused items and items that changed nothing
+// are not counted.
 func (b *Broker) observeAcks(items []AckItem, results []AckResult, d time.Duration) {
-	var counts [len(ackStatuses)]int
+	var one [1]ackCount // a call mostly acks for one queue and group
+	counts := ackCounts{list: one[:0]}
 	for i := range results {
-		if results[i].Success {
-			st := normStatus(items[i].Status)
-			for k, s := range ackStatuses {
-				if s == st {
-					counts[k]++
-				}
+		res := &results[i]
+		if !res.Success || res.unchanged {
+			continue
+		}
+		if k := statusIndex(items[i].Status); k >= 0 {
+			counts.of(res.Queue, groupName(items[i].Group)).n[k]++
+		}
+	}
+	for _, c := range counts.list {
+		for k, n := range c.n {
+			if n > 0 {
+				b.observe(Event{Kind: EventAck, Queue: c.queue, Group: c.group, Status: ackStatuses[k], Count: n, Duration: d})
 			}
 		}
 	}
-	for k, n := range counts {
-		if n > 0 {
-			b.observe(Event{Kind: EventAck, Queue: results[0].Queue, Group: groupName(items[0].Group), Status: ackStatuses[k], Count: n, Duration: d})
+}
+
+// ackCount is what one ack call did to one (queue, group), by status.
+type ackCount struct {
+	queue, group string
+	n            [len(ackStatuses)]int
+}
+
+// ackCounts are the ackCounts of one call, in order of first appearance.
+type ackCounts struct {
+	list  []ackCount
+	last  int
+	index map[[2]string]int // built once list is long
+}
+
+// of returns the count of (queue, group), adding it if new.
+func (a *ackCounts) of(queue, group string) *ackCount {
+	if a.last < len(a.list) && a.list[a.last].queue == queue && a.list[a.last].group == group {
+		return &a.list[a.last]
+	}
+	if a.index != nil {
+		if j, ok := a.index[[2]string{queue, group}]; ok {
+			a.last = j
+			return &a.list[j]
+		}
+	} else {
+		for j := range a.list {
+			if a.list[j].queue == queue && a.list[j].group == group {
+				a.last = j
+				return &a.list[j]
+			}
 		}
 	}
+	a.last = len(a.list)
+	a.list = append(a.list, ackCount{queue: queue, group: group})
+	switch {
+	case a.index != nil:
+		a.index[[2]string{queue, group}] = a.last
+	case len(a.list) > 8:
+		a.index = make(map[[2]string]int, 2*len(a.list))
+		for j := range a.list {
+			a.index[[2]string{a.list[j].queue, a.list[j].group}] = j
+		}
+	}
+	return &a.list[a.last]
+}
+
+// statusIndex is the index of s in ackStatuses, or -1.
+func statusIndex(s AckStatus) int {
+	s = normStatus(s)
+	for k, st := range ackStatuses {
+		if st == s {
+			return k
+		}
+	}
+	return -1
 }
 
 func normStatus(s AckStatus) AckStatus {
@@ -227,7 +290,7 @@ func (b *Broker) applyAcks(items []AckItem, now int64, all bool) ([]AckResult, [
 			continue
 		}
 		if t.c == nil { // already settled: nothing to do
-			res.Success = true
+			res.Success, res.unchanged = true, true
 			continue
 		}
 		t.item = i
@@ -345,10 +408,8 @@ func (b *Broker) settle(ts []ackTarget, items []AckItem, results []AckResult, no
 		it, res := &items[t.item], &results[t.item]
 		res.Success = true
 		f := &fl.msgs[t.fi]
-		if comeback { // above a message that comes back: delivered again
-			continue
-		}
-		if f.settled {
+		if comeback || f.settled { // above a message that comes back (delivered again), or settled before
+			res.unchanged = true
 			continue
 		}
 		switch normStatus(it.Status) {

@@ -41,7 +41,8 @@ type Settlement struct {
 	// Err is the handler's error; nil when it succeeded or never ran.
 	Err error
 	// AckErr says why the ack failed or was refused, if it was; the
-	// message then comes back when its lease ends.
+	// message then comes back when its lease ends, and Outcome is
+	// [OutcomeReleased] (Status is the ack that was tried).
 	AckErr error
 	// Handled reports that the handler ran on the message.
 	Handled bool

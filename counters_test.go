@@ -3,6 +3,7 @@ package queen_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -149,7 +150,7 @@ func TestCounters_BatchAckCountsEachItemUnderItsQueueAndGroup(t *testing.T) {
 		require.True(t, r.Success, "%v", r.Err)
 	}
 	require.Equal(t, map[eventKey]int{
-		{kind: queen.EventAck, queue: "a", group: "g1", status: queen.AckCompleted}:                  1,
+		{kind: queen.EventAck, queue: "a", group: "g1", status: queen.AckCompleted}:                 1,
 		{kind: queen.EventAck, queue: "b", group: queen.QueueModeGroup, status: queen.AckCompleted}: 1,
 		{kind: queen.EventAck, queue: "b", group: queen.QueueModeGroup, status: queen.AckFailed}:    1,
 		{kind: queen.EventAck, queue: "a", group: "g2", status: queen.AckDLQ}:                       1,
@@ -201,4 +202,35 @@ func TestConsume_ReleasedMessagesAreObserved(t *testing.T) {
 		require.Equal(t, want, obs.consumed())
 		require.EqualValues(t, 2, b.Counters().Consumed[queen.OutcomeReleased])
 	})
+}
+
+// TestCounters_BatchAckOverManyQueues: an ack call over more queues than
+// the few it expects, items interleaved, still counts each under its own.
+func TestCounters_BatchAckOverManyQueues(t *testing.T) {
+	t.Parallel()
+	const queues = 20
+	var obs eventLog
+	b := queentest.NewBroker(t, &queen.Options{Observer: &obs})
+	var msgs [queues][]*queen.Message
+	for i := range queues {
+		q := fmt.Sprintf("q%02d", i)
+		pushTo(t, b, q, "Default", numbered(i%3+1)...)
+		msgs[i] = pop(t, b, queen.PopRequest{Queue: q, Batch: 3}).Messages
+		require.Len(t, msgs[i], i%3+1)
+	}
+	var items []queen.AckItem
+	want := map[eventKey]int{}
+	for k := range 3 { // k-th message of every queue, then the next
+		for i := range queues {
+			if k < len(msgs[i]) {
+				items = append(items, ackItems(msgs[i][k:k+1], queen.AckCompleted)...)
+				want[eventKey{kind: queen.EventAck, queue: fmt.Sprintf("q%02d", i), group: queen.QueueModeGroup, status: queen.AckCompleted}]++
+			}
+		}
+	}
+	for _, r := range ack(t, b, items...) {
+		require.True(t, r.Success, "%v", r.Err)
+	}
+	require.Equal(t, want, obs.acks())
+	require.EqualValues(t, len(items), b.Counters().Acked[queen.AckCompleted])
 }

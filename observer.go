@@ -19,10 +19,10 @@ type EventKind int
 const (
 	EventPush         EventKind = iota + 1 // Count messages queued by one push call; Duration its latency
 	EventPop                               // Count messages delivered by one pop; Duration its latency
-	EventAck                               // Count items of one status settled by an ack call; Status set
+	EventAck                               // Count items of one status, queue and group that an ack call applied (see Counters.Acked); Status set
 	EventLeaseRenewed                      // a lease was renewed
 	EventLeaseExpired                      // a lease ran out; Count partitions it held
-	EventConsume                           // Count messages a consume loop finished with one Outcome; Duration the handler's
+	EventConsume                           // Count messages a consume loop finished with one Outcome, released ones included; Duration the handler's
 	EventInFlight                          // Count is the change (+1/-1) in running consume handlers
 	EventDeadLettered                      // Count messages moved to the dead-letter store
 	EventParked                            // Count messages moved to the parked store
@@ -70,14 +70,19 @@ var outcomes = [...]Outcome{OutcomeAccepted, OutcomeRetried, OutcomeDeadLettered
 // Counters are running totals since the broker opened, for metrics
 // endpoints. Read them with [Broker.Counters].
 type Counters struct {
-	Pushed       int64               // messages queued by pushes (duplicates and failures excluded)
-	Popped       int64               // messages delivered by pops
-	Acked        map[AckStatus]int64 // ack items accepted, by status
-	LeasesRenew  int64               // lease renewals
-	LeasesExpire int64               // leases that ran out
-	DeadLettered int64               // messages moved to the dead-letter store
-	Parked       int64               // messages moved to the parked store
-	// Consumed counts the messages consume handlers finished, by outcome.
+	Pushed int64 // messages queued by pushes (duplicates and failures excluded)
+	Popped int64 // messages delivered by pops
+	// Acked counts the ack items that settled or gave back a message, by
+	// status. Refused items are not counted, nor items that changed
+	// nothing: a re-ack of a message already settled, or an item behind
+	// one that comes back in the same call (delivered again).
+	Acked        map[AckStatus]int64
+	LeasesRenew  int64 // lease renewals
+	LeasesExpire int64 // leases that ran out
+	DeadLettered int64 // messages moved to the dead-letter store
+	Parked       int64 // messages moved to the parked store
+	// Consumed counts the messages consume loops finished with, by
+	// outcome, released ones included (whether or not a handler ran).
 	Consumed map[Outcome]int64
 	// HandlersInFlight is the number of consume handlers running now.
 	HandlersInFlight int64
