@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -210,7 +211,16 @@ func TestCounters_BatchAckOverManyQueues(t *testing.T) {
 	t.Parallel()
 	const queues = 20
 	var obs eventLog
-	b := queentest.NewBroker(t, &queen.Options{Observer: &obs})
+	var mu sync.Mutex
+	events := map[string]int{} // EventAck events per queue
+	b := queentest.NewBroker(t, &queen.Options{Observer: queen.ObserverFunc(func(e queen.Event) {
+		obs.Observe(e)
+		if e.Kind == queen.EventAck {
+			mu.Lock()
+			events[e.Queue]++
+			mu.Unlock()
+		}
+	})})
 	var msgs [queues][]*queen.Message
 	for i := range queues {
 		q := fmt.Sprintf("q%02d", i)
@@ -233,4 +243,10 @@ func TestCounters_BatchAckOverManyQueues(t *testing.T) {
 	}
 	require.Equal(t, want, obs.acks())
 	require.EqualValues(t, len(items), b.Counters().Acked[queen.AckCompleted])
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, events, queues)
+	for q, n := range events {
+		require.Equal(t, 1, n, "one event for %s", q)
+	}
 }
