@@ -477,6 +477,9 @@ func (b *Broker) settle(ts []ackTarget, items []AckItem, results []AckResult, no
 		fl.hint = max(0, fl.hint-k)
 	}
 	c.offset = prefix
+	if moved {
+		b.repend(c.p)
+	}
 	c.consumed += int64(settledNow)
 	if settledNow > 0 {
 		c.lastAckAt = now

@@ -272,6 +272,7 @@ func (b *Broker) cursorFor(g *group, p *partition) *cursor {
 	}
 	c := &cursor{p: p, g: g, offset: b.startOffset(g, p)}
 	p.cursors[g.slot] = c
+	b.repend(p)
 	return c
 }
 

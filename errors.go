@@ -25,13 +25,24 @@ var (
 	// [*ArgumentError] naming the field.
 	ErrInvalidArgument = errors.New("queen: invalid argument")
 
-	// ErrQueueFull reports a push refused because the queue holds
-	// QueueConfig.MaxSize pending messages.
+	// ErrQueueFull reports a push refused because the queue already holds
+	// QueueConfig.MaxSize pending messages: messages its slowest consumer
+	// group has not settled (every retained message while the queue has no
+	// group), the figure [QueueStats].Pending reports. Settling messages
+	// (ack, auto-ack, dead letter, park), retention and deleting or
+	// seeking the slowest group make room again.
 	ErrQueueFull = errors.New("queen: queue full")
 
-	// ErrTooLarge reports a single request whose writes do not fit in one
-	// storage transaction, e.g. a transaction with too many operations.
+	// ErrTooLarge reports a request too big to store: a payload over the
+	// broker's limit (see [PushItem]), or a request whose writes do not fit
+	// in one storage transaction, e.g. a transaction with too many
+	// operations. Nothing of the request was written.
 	ErrTooLarge = errors.New("queen: request too large")
+
+	// ErrLocked is returned by [Open] when the directory is already open,
+	// by another broker of this process or by another process: Badger holds
+	// an exclusive lock on it while it is open.
+	ErrLocked = errors.New("queen: directory in use")
 
 	// ErrTransactionAborted reports a transaction rolled back because one of
 	// its operations was refused; the error is a [*TransactionError].
@@ -61,12 +72,18 @@ func argErr(field, format string, args ...any) error {
 // [ErrTransactionAborted] and unwraps to the cause.
 type TransactionError struct {
 	Index int   // position of the refused operation
-	Err   error // the cause, e.g. ErrNotFound or ErrLeaseExpired
+	Err   error // the cause, e.g. ErrNotFound, ErrLeaseExpired, ErrQueueFull or ErrTooLarge
+	// Op says what the refused operation was: "ack" or "push".
+	Op string
 }
 
 // Error says which operation aborted the transaction, and why.
 func (e *TransactionError) Error() string {
-	return fmt.Sprintf("queen: transaction aborted at operation %d: %v", e.Index, e.Err)
+	op := e.Op
+	if op == "" {
+		op = "operation"
+	}
+	return fmt.Sprintf("queen: transaction aborted at operation %d (%s): %v", e.Index, op, e.Err)
 }
 
 // Unwrap returns the cause.

@@ -377,6 +377,7 @@ func (b *Broker) addGroup(q *queue, g *group) []op {
 			c.offset = b.firstOffsetAtOrAfter(p, g.from)
 		}
 		p.cursors[g.slot] = c
+		b.repend(p)
 		if c.offset != p.first {
 			ops = append(ops, c.saveOp())
 		}
@@ -493,6 +494,7 @@ func (b *Broker) deliver(ctx context.Context, g *group, l *lease, claims []claim
 		}
 		if cl.skipTo > c.offset {
 			c.offset = cl.skipTo
+			b.repend(c.p)
 			ops = append(ops, c.saveOp())
 		}
 		if c.att == nil {
@@ -507,6 +509,7 @@ func (b *Broker) deliver(ctx context.Context, g *group, l *lease, claims []claim
 		}
 		if req.AutoAck {
 			c.offset = cl.fl.end
+			b.repend(c.p)
 			c.consumed += int64(len(cl.offs))
 			c.lastAckAt = now
 			c.fl, c.att = nil, nil

@@ -42,6 +42,7 @@ func (b *Broker) load() error {
 	now := b.now()
 	for _, q := range b.queues {
 		for _, p := range q.parts {
+			b.repend(p)
 			for _, c := range p.cursors {
 				if c != nil {
 					b.check(c, now)

@@ -176,6 +176,7 @@ func (b *Broker) retain(ctx context.Context, p *partition, cutoff int64, kind re
 		}
 		p.setHoles(p.holes() - (last + 1 - from - int64(len(offs)))) // deleted ones passed over
 		p.first = last + 1
+		b.repend(p)
 		p.count -= int64(len(offs))
 		p.q.count -= int64(len(offs))
 		ops = append(ops, op{key: keys.PartitionKey(p.pid), val: p.meta()})
@@ -230,6 +231,7 @@ func (b *Broker) evict(ctx context.Context, p *partition, cutoff int64) error {
 		}
 		ops = append(ops, lops...)
 		c.offset = end
+		b.repend(p)
 		g := c.g
 		g.removeReady(c)
 		ops = append(ops, c.saveOp())

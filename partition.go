@@ -18,6 +18,8 @@ import (
 // partition is an ordered lane of a queue. Guarded by Broker.mu, except
 // assigned, which only the writer goroutine touches. Idle partitions are
 // expected by the hundred thousand, so its size counts: it fits 112 bytes.
+// Whatever moves next, first, a cursor's offset or the queue's groups calls
+// repend, which keeps the queue's pending count.
 type partition struct {
 	q          *queue
 	pid        uint64
@@ -27,6 +29,7 @@ type partition struct {
 	assigned   int64     // next offset the writer hands out (writer only)
 	lastPushAt int64     // µs
 	count      int64     // retained messages
+	pend       int64     // p's share of q.pending (see repend)
 	cursors    []*cursor // by group slot
 	created    uint32    // unix seconds
 	persisted  bool
@@ -128,6 +131,9 @@ type PushItem struct {
 	// generated UUIDv7.
 	TransactionID string
 	// Payload is any JSON value, stored byte for byte. Empty means null.
+	// A broker opened with [Open] stores payloads of up to [MaxPayload]
+	// bytes on disk and [MaxInMemoryPayload] in memory; a longer one is
+	// refused with [ErrTooLarge] before anything is written.
 	Payload json.RawMessage
 	// TraceID is an optional caller-chosen trace id.
 	TraceID string
@@ -194,20 +200,60 @@ func (it *PushItem) normalize(i int) error {
 	return nil
 }
 
-// MaxInMemoryPayload is the largest payload an in-memory broker stores:
-// Badger's in-memory mode keeps no value log and caps each value at 1 MiB,
-// and a message's dead-letter copy must fit too. On disk, payloads are
-// bounded only by what the caller accepts (the HTTP API: 16 MiB bodies).
-const MaxInMemoryPayload = 1<<20 - 16<<10
+// Payload limits. Badger refuses any value longer than its value-log file
+// (64 MiB as [Open] configures it) and, in memory, where there is no value
+// log, any value longer than its value threshold (1 MiB). A stored message
+// is its payload plus a header, and its dead-letter or parked copy adds
+// the error text and names (at most a few tens of KiB, JSON-escaped), so
+// both limits keep 64 KiB of room. A broker on a database opened by the
+// caller ([OpenDB]) derives the same limits from that database's options.
+// The HTTP API caps request bodies below these (16 MiB by default).
+const (
+	// MaxPayload is the largest payload a broker stores on disk.
+	MaxPayload = 64<<20 - payloadRoom
+	// MaxInMemoryPayload is the largest payload an in-memory broker stores.
+	MaxInMemoryPayload = 1<<20 - payloadRoom
+
+	payloadRoom = 64 << 10
+)
+
+// payloadLimit is the largest payload the broker's database stores.
+func payloadLimit(o badger.Options) int {
+	limit := o.ValueLogFileSize
+	if o.InMemory {
+		// Badger's value threshold, at most 1 MiB (Opts hides it in memory).
+		limit = min(limit, 1<<20)
+	}
+	return int(max(limit-payloadRoom, 0))
+}
+
+// checkPushItem validates and normalizes item i of a push or transaction:
+// names, JSON payload, and payload size ([ErrTooLarge]).
+func (b *Broker) checkPushItem(i int, it *PushItem) error {
+	if err := it.normalize(i); err != nil {
+		return err
+	}
+	if len(it.Payload) > b.maxPayload {
+		where := "on disk"
+		if b.db.Opts().InMemory {
+			where = "in memory"
+		}
+		return fmt.Errorf("%w: PushItem[%d].Payload is %d bytes, the broker stores at most %d %s", ErrTooLarge, i, len(it.Payload), b.maxPayload, where)
+	}
+	return nil
+}
 
 // maxPushChunk bounds the bytes of one push sent to the writer at once, so
 // a huge request is split across storage transactions instead of failing.
 const maxPushChunk = 4 << 20
 
 // Push appends messages to their partitions. Items are validated first: one
-// bad item refuses the whole call with an [*ArgumentError] and nothing is
+// bad item refuses the whole call, with an [*ArgumentError] or, for a
+// payload over the limit (see [PushItem]), [ErrTooLarge], and nothing is
 // written. Otherwise each item gets a result: queued (with its offset),
-// duplicate, or failed (queue full). Offsets are assigned in commit order.
+// duplicate, or failed ([ErrQueueFull]; or, for a queue with
+// EncryptionEnabled on a broker opened without Options.EncryptionKey, an
+// [*ArgumentError]). Offsets are assigned in commit order.
 // Push returns after the write is durable as Options.Durability says; if
 // ctx ends first, Push returns ctx.Err() and the write may still land
 // (push again with the same TransactionID to find out).
@@ -215,11 +261,8 @@ func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 	start := time.Now()
 	items = append([]PushItem(nil), items...)
 	for i := range items {
-		if err := items[i].normalize(i); err != nil {
+		if err := b.checkPushItem(i, &items[i]); err != nil {
 			return nil, err
-		}
-		if b.opts.InMemory && len(items[i].Payload) > MaxInMemoryPayload {
-			return nil, fmt.Errorf("%w: PushItem[%d].Payload is %d bytes, an in-memory broker holds at most %d", ErrTooLarge, i, len(items[i].Payload), MaxInMemoryPayload)
 		}
 	}
 	results := make([]PushResult, len(items))

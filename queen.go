@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -201,10 +203,13 @@ type Broker struct {
 	sweeps   []func() error // unfinished queue deletions found by load
 	counters counters
 	maint    atomic.Bool // maintenance mode: pops claim nothing (see SetMaintenanceMode)
+
+	maxPayload int // largest payload the database stores (see payloadLimit)
 }
 
 // Open opens (creating if needed) a broker stored in dir. With
-// Options.InMemory, dir must be "" and nothing touches the disk.
+// Options.InMemory, dir must be "" and nothing touches the disk. A
+// directory already open, in this process or another, is [ErrLocked].
 func Open(dir string, opts *Options) (*Broker, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -229,6 +234,10 @@ func Open(dir string, opts *Options) (*Broker, error) {
 	bo = bo.WithLogger(nil).WithSyncWrites(o.Durability == SyncEveryCommit).WithNumVersionsToKeep(1).
 		WithCompactL0OnClose(true).WithDetectConflicts(false).WithValueLogFileSize(64 << 20)
 	db, err := badger.Open(bo)
+	if errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EAGAIN) {
+		// Badger's flock on the directory is held, by this process or another.
+		return nil, fmt.Errorf("%w: %s is open in another broker", ErrLocked, dir)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("queen: open %s: %w", dir, err)
 	}
@@ -268,6 +277,8 @@ func newBroker(db *badger.DB, o Options) (*Broker, error) {
 		leases:    make(map[string]*lease),
 		queueWait: make(map[string]*waitList),
 		stop:      make(chan struct{}),
+
+		maxPayload: payloadLimit(db.Opts()),
 	}
 	b.parts = make([]*partition, 1) // pid 0 is never used
 	if err := b.load(); err != nil {
@@ -366,12 +377,45 @@ func storageErr(op string, err error) error {
 		return ErrNotFound
 	case errors.Is(err, badger.ErrTxnTooBig):
 		return fmt.Errorf("%w: %s", ErrTooLarge, op)
+	case isValueTooLarge(err):
+		// Badger's text goes on with a hex dump of the value: keep the sizes.
+		var what string
+		var n, limit int64
+		msg := err.Error()
+		if _, serr := fmt.Sscanf(msg[sizeRefusal(msg):], "%s with size %d exceeded %d limit", &what, &n, &limit); serr == nil {
+			return fmt.Errorf("%w: %s: a %d-byte %s is over the storage limit of %d", ErrTooLarge, op, n, strings.ToLower(what), limit)
+		}
+		return fmt.Errorf("%w: %s: a value is over the storage limit", ErrTooLarge, op)
 	}
 	msg := err.Error() // Badger's text may carry a dump of the value: keep the head
 	if len(msg) > 200 {
 		msg = msg[:200] + "..."
 	}
 	return fmt.Errorf("queen: %s: storage: %s", op, msg)
+}
+
+// isValueTooLarge reports Badger's refusal of a key or value over its size
+// limits, which it reports with fmt.Errorf, not a sentinel.
+func isValueTooLarge(err error) bool {
+	if err == nil {
+		return false
+	}
+	return sizeRefusal(err.Error()) >= 0
+}
+
+// sizeRefusal finds Badger's size refusal in msg: its index, or -1.
+func sizeRefusal(msg string) int {
+	for _, what := range []string{"Value with size ", "Key with size "} {
+		if i := strings.Index(msg, what); i >= 0 && strings.Contains(msg[i:], " limit") {
+			return i
+		}
+	}
+	return -1
+}
+
+// isTooBig reports a write Badger refused for its size.
+func isTooBig(err error) bool {
+	return errors.Is(err, badger.ErrTxnTooBig) || isValueTooLarge(err)
 }
 
 // waitCtx waits for ch or ctx.

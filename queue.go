@@ -26,8 +26,15 @@ type QueueConfig struct {
 	// RetryDelay is how long a partition is held back from its group after
 	// a failed ack with retries left. Zero means at once.
 	RetryDelay time.Duration
-	// MaxSize caps the messages a queue holds; a push beyond it fails that
-	// item with [ErrQueueFull]. Zero means unlimited.
+	// MaxSize caps the queue's pending messages, those its slowest consumer
+	// group has not settled yet (every retained message while the queue has
+	// no group): the figure [QueueStats].Pending reports. A push item that
+	// would take it past MaxSize fails with [ErrQueueFull]; inside a
+	// transaction it aborts the transaction. Messages settled by every group
+	// no longer count, retained or not. A group that never reads keeps the
+	// queue full: delete it (or seek it) to make room. A group added later,
+	// or moved back, can leave more than MaxSize pending; pushes are then
+	// refused until the queue drains below it. Zero means unlimited.
 	MaxSize int
 	// DelayedProcessing hides each message until this long after its push.
 	DelayedProcessing time.Duration
@@ -133,6 +140,8 @@ type queue struct {
 	groups      map[string]*group
 	slots       []*group             // group by cursor slot; nil where a group was deleted
 	count       int64                // retained messages
+	pending     int64                // sum of the partitions' pend: what MaxSize bounds
+	reserved    int64                // MaxSize room held by transactions on their way to the writer
 	holes       map[*partition]int64 // see partition.holes
 	dlqCount    int64
 	parkedCount int64

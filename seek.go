@@ -81,6 +81,7 @@ func (b *Broker) seek(ctx context.Context, group, queueName, partName string, op
 			c.offset = b.firstOffsetAtOrAfter(p, opts.Timestamp.UnixMicro())
 		}
 		c.retries, c.notBefore = 0, 0
+		b.repend(p)
 		ops = append(ops, c.saveOp())
 		b.check(c, now)
 		res.PartitionsUpdated++

@@ -280,6 +280,9 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 		} else {
 			ops = append(ops, op{key: keys.GroupKey(q.name, name), val: g.meta()})
 		}
+		for _, p := range q.parts {
+			b.repend(p)
+		}
 	}
 	var done <-chan error
 	if len(ops) > 0 {
@@ -327,6 +330,7 @@ func (b *Broker) SetGroupSubscription(ctx context.Context, group string, from ti
 			}
 			g.removeReady(c)
 			c.offset = b.firstOffsetAtOrAfter(p, g.from)
+			b.repend(p)
 			ops = append(ops, c.saveOp())
 			b.check(c, now)
 			n++

@@ -2,6 +2,7 @@ package queen
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/dgraph-io/badger/v4"
@@ -27,7 +28,17 @@ type pushReq struct {
 	items   []PushItem
 	results []PushResult
 	done    chan error
+	// txn marks the pushes of a transaction: their room under MaxSize was
+	// reserved (reserved, given back once written or failed), and an item
+	// refused here aborts the whole request.
+	txn      bool
+	reserved map[*queue]int64
 }
+
+// errTxnPushRefused reports a transaction push item the writer could not
+// store (its checks ran before the transaction's acks were applied, so
+// this is a failure the checks could not foresee).
+var errTxnPushRefused = errors.New("queen: push of a transaction refused")
 
 type writeReq struct {
 	ops  []op
@@ -158,26 +169,28 @@ func (r *writeReq) estimate() (bytes, ops int) {
 }
 
 // commit writes batch in one transaction and answers its requests. If
-// Badger finds it too big (our estimate ran short), the requests are
-// written one by one, and a single request too big for one transaction is
-// split (see commitSplit).
+// Badger refuses it for its size (our estimate ran short, or a value is
+// over Badger's limit) or a transaction's push is refused, the requests are
+// written one by one, so one caller's request never fails the others'; a
+// single request too big for one transaction is split (see commitSplit).
 func (w *writer) commit(batch []*writeReq) {
 	touched := make(map[*partition]int64)
 	ts, err := w.write(batch, touched)
 	switch {
-	case errors.Is(err, badger.ErrTxnTooBig) && len(batch) > 1:
+	case err == nil:
+		w.publish(touched, ts, batch)
+		for _, r := range batch {
+			r.done <- nil
+		}
+	case len(batch) > 1 && (isTooBig(err) || errors.Is(err, errTxnPushRefused)):
+		w.b.log.Warn("queen: a write batch was refused, writing its requests one by one", "requests", len(batch), "err", storageErr("write", err))
 		for _, r := range batch {
 			w.commit([]*writeReq{r})
 		}
 	case errors.Is(err, badger.ErrTxnTooBig):
 		w.commitSplit(batch[0])
-	case err != nil:
-		w.failBatch(batch, err)
 	default:
-		w.publish(touched, ts)
-		for _, r := range batch {
-			r.done <- nil
-		}
+		w.failBatch(batch, err)
 	}
 }
 
@@ -246,7 +259,7 @@ func (w *writer) commitSplit(r *writeReq) {
 			w.failBatch([]*writeReq{{push: r.push, done: r.done}}, err)
 			return
 		}
-		w.publish(touched, ts)
+		w.publish(touched, ts, []*writeReq{r})
 	}
 	r.done <- nil
 }
@@ -254,6 +267,13 @@ func (w *writer) commitSplit(r *writeReq) {
 // failBatch answers a batch that could not be written.
 func (w *writer) failBatch(batch []*writeReq, cause error) {
 	err := storageErr("write", cause)
+	w.b.mu.Lock()
+	for _, r := range batch {
+		if r.push != nil {
+			w.b.unreserve(r.push)
+		}
+	}
+	w.b.mu.Unlock()
 	for _, r := range batch {
 		if len(r.ops) > 0 { // memory already holds the effect: stop serving
 			w.b.fail(err)
@@ -287,14 +307,18 @@ func (w *writer) rollback(touched map[*partition]int64) {
 	b.mu.Unlock()
 }
 
-// publish makes committed messages visible to pops, under b.mu.
-func (w *writer) publish(touched map[*partition]int64, ts int64) {
-	if len(touched) == 0 {
-		return
-	}
+// publish makes committed messages visible to pops and gives back the
+// room the batch's transactions reserved, under b.mu (together, so the
+// room is never counted twice nor free twice).
+func (w *writer) publish(touched map[*partition]int64, ts int64, batch []*writeReq) {
 	b := w.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	for _, r := range batch {
+		if r.push != nil {
+			b.unreserve(r.push)
+		}
+	}
 	for p, n := range touched {
 		if !p.persisted {
 			p.persisted = true
@@ -308,6 +332,7 @@ func (w *writer) publish(touched map[*partition]int64, ts int64) {
 		p.q.count += n
 		p.lastPushAt = ts
 		b.messagesArrived(p)
+		b.repend(p)
 	}
 }
 
@@ -343,7 +368,9 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*p
 		parts[i] = p
 		encrypt[i] = q.cfg.EncryptionEnabled
 		if _, ok := w.room[q]; !ok && q.cfg.MaxSize > 0 {
-			w.room[q] = int64(q.cfg.MaxSize) - q.count
+			// Pending counts what is committed; reserved, the pushes of
+			// transactions admitted and not yet written.
+			w.room[q] = int64(q.cfg.MaxSize) - q.pending - q.reserved
 		}
 	}
 	b.mu.Unlock()
@@ -384,7 +411,8 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*p
 		case err != badger.ErrKeyNotFound:
 			return err
 		}
-		if room, limited := w.room[p.q]; limited {
+		// A transaction's items had their room reserved when it was admitted.
+		if room, limited := w.room[p.q]; limited && !r.txn {
 			if room <= 0 {
 				res.Status, res.Err = PushFailed, ErrQueueFull
 				continue
@@ -395,7 +423,15 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*p
 		m := record.Message{CreatedAt: ts, ID: id, TxID: it.TransactionID, TraceID: it.TraceID, ProducerSub: it.ProducerSub, Payload: it.Payload}
 		if encrypt[i] {
 			if m.Payload, err = b.seal(it.Payload); err != nil {
-				return err
+				if r.txn {
+					return fmt.Errorf("%w: %w", errTxnPushRefused, err)
+				}
+				// This item only: the others of the batch are written.
+				if room, limited := w.room[p.q]; limited {
+					w.room[p.q] = room + 1
+				}
+				res.Status, res.Err = PushFailed, err
+				continue
 			}
 			m.Flags |= record.FlagEncrypted
 		}
@@ -412,6 +448,27 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*p
 		res.Status, res.Offset, res.MessageID = PushQueued, off, id.String()
 	}
 	return nil
+}
+
+// repend recomputes p's share of its queue's pending count: the messages
+// of p the slowest group has not settled (all of them while the queue has
+// no group), as QueueStats.Pending counts them. O(groups); called wherever
+// p's offsets, one of its cursors or the queue's groups change. Under b.mu.
+func (b *Broker) repend(p *partition) {
+	n := int64(0)
+	switch {
+	case p.deleted:
+	case len(p.q.groups) == 0:
+		n = p.next - p.first
+	default:
+		for _, c := range p.cursors {
+			if c != nil {
+				n = max(n, p.next-max(c.offset, p.first))
+			}
+		}
+	}
+	p.q.pending += n - p.pend
+	p.pend = n
 }
 
 // lookupTxID finds an existing message with the same transaction id. A

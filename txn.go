@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/dgraph-io/badger/v4"
+	"github.com/queenlite/queen/internal/keys"
 	"github.com/queenlite/queen/internal/uuid"
 )
 
@@ -29,10 +31,16 @@ type TxResult struct {
 // operation takes effect, durably and in one storage transaction, or none
 // does. Each operation means what it means alone (a failed ack spends the
 // retry budget; retry and park are allowed; a push whose transactionId
-// already exists is reported duplicate and does not abort). A refused ack
-// (unknown message, wrong or expired lease, bad status) aborts the whole
-// transaction with a [*TransactionError]; the result then holds what was
-// gathered up to the refused operation.
+// already exists is reported duplicate and does not abort). Push items are
+// validated as [Broker.Push] validates them: an invalid item is an
+// [*ArgumentError] and a payload over the limit [ErrTooLarge], and nothing
+// runs. A refused operation aborts the whole transaction with a
+// [*TransactionError] naming it: an ack (unknown message, wrong or expired
+// lease, bad status), or a push the queue refuses ([ErrQueueFull], or an
+// [*ArgumentError] for a queue with EncryptionEnabled on a broker without
+// Options.EncryptionKey). Then nothing is written, no ack is applied and
+// leases stay as they were; the result holds what was gathered up to the
+// refused operation.
 func (b *Broker) ExecTransaction(ctx context.Context, ops []TxOp) (*TxResult, error) {
 	if len(ops) == 0 {
 		return nil, argErr("ops", "must not be empty")
@@ -52,7 +60,7 @@ func (b *Broker) ExecTransaction(ctx context.Context, ops []TxOp) (*TxResult, er
 			ackAt = append(ackAt, i)
 		case o.Push != nil && o.Ack == nil:
 			it := *o.Push
-			if err := it.normalize(i); err != nil {
+			if err := b.checkPushItem(i, &it); err != nil {
 				return nil, err
 			}
 			pushes = append(pushes, it)
@@ -62,10 +70,14 @@ func (b *Broker) ExecTransaction(ctx context.Context, ops []TxOp) (*TxResult, er
 		}
 	}
 	pushResults := make([]PushResult, len(pushes))
-	pr := &pushReq{items: pushes, results: pushResults}
+	pr := &pushReq{items: pushes, results: pushResults, txn: true}
 	size, count := (&writeReq{push: pr}).estimate()
 	if size > txnMaxBytes || count > txnMaxOps {
 		return nil, fmt.Errorf("%w: transaction of %d operations", ErrTooLarge, len(ops))
+	}
+	dups, err := b.existingTxIDs(pushes)
+	if err != nil {
+		return nil, err
 	}
 
 	b.mu.Lock()
@@ -73,15 +85,25 @@ func (b *Broker) ExecTransaction(ctx context.Context, ops []TxOp) (*TxResult, er
 		b.mu.Unlock()
 		return nil, err
 	}
+	// Pushes are decided before any ack is applied: a refused one aborts
+	// with nothing changed. Room under MaxSize is reserved until the writer
+	// has written (or failed) the transaction.
+	if j, err := b.reservePushes(pr, dups); err != nil {
+		b.mu.Unlock()
+		i := pushAt[j]
+		res.Results = res.Results[:i+1]
+		return res, &TransactionError{Index: i, Op: "push", Err: err}
+	}
 	ackResults, writes, err := b.applyAcks(acks, b.now(), true)
 	for j := range ackResults {
 		r := ackResults[j]
 		res.Results[ackAt[j]].Ack = &r
 	}
 	if err != nil {
+		b.unreserve(pr)
 		b.mu.Unlock()
 		if te, ok := err.(*TransactionError); ok {
-			te.Index = ackAt[te.Index]
+			te.Index, te.Op = ackAt[te.Index], "ack"
 			res.Results = res.Results[:te.Index+1]
 		}
 		return res, err
@@ -97,6 +119,83 @@ func (b *Broker) ExecTransaction(ctx context.Context, ops []TxOp) (*TxResult, er
 		res.Results[pushAt[j]].Push = &pushResults[j]
 	}
 	return res, nil
+}
+
+// existingTxIDs reports which items name a transactionId already stored in
+// their partition: duplicates, which take no room under MaxSize.
+func (b *Broker) existingTxIDs(items []PushItem) ([]bool, error) {
+	dups := make([]bool, len(items))
+	type ref struct {
+		i   int
+		pid uint64
+	}
+	var refs []ref
+	b.mu.Lock()
+	for i := range items {
+		it := &items[i]
+		if it.generatedID {
+			continue
+		}
+		if q := b.queues[it.Queue]; q != nil && q.cfg.MaxSize > 0 {
+			if p := q.parts[it.Partition]; p != nil {
+				refs = append(refs, ref{i, p.pid})
+			}
+		}
+	}
+	b.mu.Unlock()
+	if len(refs) == 0 {
+		return dups, nil
+	}
+	err := b.db.View(func(txn *badger.Txn) error {
+		for _, r := range refs {
+			_, err := txn.Get(keys.TxIDKey(r.pid, items[r.i].TransactionID))
+			switch {
+			case err == nil:
+				dups[r.i] = true
+			case err != badger.ErrKeyNotFound:
+				return err
+			}
+		}
+		return nil
+	})
+	return dups, storageErr("transaction", err)
+}
+
+// reservePushes checks that the queues of a transaction's push items take
+// them (room under MaxSize, encryption available) and reserves the room;
+// on refusal it returns the index of the refused item. Items in dups are
+// duplicates and need no room. Under b.mu.
+func (b *Broker) reservePushes(pr *pushReq, dups []bool) (int, error) {
+	need := make(map[*queue]int64)
+	for j := range pr.items {
+		q := b.queues[pr.items[j].Queue]
+		if q == nil {
+			continue // created by the writer, unlimited and unencrypted
+		}
+		if q.cfg.EncryptionEnabled && len(b.opts.EncryptionKey) == 0 {
+			return j, argErr("PushItem.Queue", "queue %q is encrypted and Options.EncryptionKey is not set", q.name)
+		}
+		if q.cfg.MaxSize == 0 || dups[j] {
+			continue
+		}
+		need[q]++
+		if q.pending+q.reserved+need[q] > int64(q.cfg.MaxSize) {
+			return j, ErrQueueFull
+		}
+	}
+	for q, n := range need {
+		q.reserved += n
+	}
+	pr.reserved = need
+	return 0, nil
+}
+
+// unreserve gives back the room reservePushes took. Under b.mu.
+func (b *Broker) unreserve(pr *pushReq) {
+	for q, n := range pr.reserved {
+		q.reserved -= n
+	}
+	pr.reserved = nil
 }
 
 // Transaction starts a transaction builder:
