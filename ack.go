@@ -124,7 +124,10 @@ func (b *Broker) Ack(ctx context.Context, msg *Message, ok bool, opts AckOptions
 // one (partition, group) items are applied in offset order and the cursor
 // moves only through the leading run of settled messages: it stops before
 // the first message that comes back (failed with budget left, or retry),
-// and anything acked completed after it is delivered again. Refused items
+// and anything acked completed after it is delivered again. When several
+// items name the same message, the first decides: a later one with the
+// same status succeeds and changes nothing, one with another status (say
+// completed, then dlq) is refused with an [*ArgumentError]. Refused items
 // change nothing and are reported in their result; the call's error is for
 // invalid input and storage failures.
 func (b *Broker) AckBatch(ctx context.Context, items []AckItem) ([]AckResult, error) {
@@ -255,6 +258,12 @@ func normStatus(s AckStatus) AckStatus {
 	return s
 }
 
+// flightRef names a delivered message: its cursor and place in c.fl.msgs.
+type flightRef struct {
+	c  *cursor
+	fi int
+}
+
 // ackTarget is an item resolved to a delivered message.
 type ackTarget struct {
 	item int // index in the request
@@ -268,6 +277,7 @@ type ackTarget struct {
 func (b *Broker) applyAcks(items []AckItem, now int64, all bool) ([]AckResult, []op, error) {
 	results := make([]AckResult, len(items))
 	var targets []ackTarget
+	var seen map[flightRef]int // first item naming each delivered message
 	for i := range items {
 		it := &items[i]
 		res := &results[i]
@@ -292,6 +302,20 @@ func (b *Broker) applyAcks(items []AckItem, now int64, all bool) ([]AckResult, [
 		if t.c == nil { // already settled: nothing to do
 			res.Success, res.unchanged = true, true
 			continue
+		}
+		// The first item naming a message decides its fate; a later one
+		// asking for another outcome is refused (a repeat is a no-op).
+		if first, ok := seen[flightRef{t.c, t.fi}]; ok && normStatus(items[first].Status) != normStatus(it.Status) {
+			res.Err = &ArgumentError{Field: "AckItem[" + strconv.Itoa(i) + "]", Reason: "message already acked " + string(normStatus(items[first].Status)) + " by item " + strconv.Itoa(first) + " of this call"}
+			if all {
+				return results, nil, &TransactionError{Index: i, Err: res.Err}
+			}
+			continue
+		} else if !ok {
+			if seen == nil {
+				seen = make(map[flightRef]int)
+			}
+			seen[flightRef{t.c, t.fi}] = i
 		}
 		t.item = i
 		targets = append(targets, t)

@@ -177,8 +177,12 @@ func (b *Broker) ParkedMessages(ctx context.Context, f LetterFilter) (*LetterPag
 
 // ReplayDeadLetter pushes a copy of a dead letter to the end of its
 // partition under transactionId "dlq:<id>", where every group reading the
-// partition sees it. The entry stays; replaying it again is a duplicate.
-// Unknown ids are [ErrNotFound].
+// partition sees it. The entry stays; replaying it again while the copy is
+// retained is a duplicate (no second copy). Once retention (or
+// [Broker.DeleteMessage]) has removed the copy, a replay pushes a new one,
+// as a push of any removed transactionId would: the entry is replayed as
+// often as it is asked to, with at most one copy in the partition at a
+// time. Unknown ids, and entries of a deleted queue, are [ErrNotFound].
 func (b *Broker) ReplayDeadLetter(ctx context.Context, id string) (*ReplayResult, error) {
 	return b.replayLetter(ctx, keys.DeadLetter, "dlq:", id)
 }
@@ -189,7 +193,8 @@ func (b *Broker) ReplayParked(ctx context.Context, id string) (*ReplayResult, er
 	return b.replayLetter(ctx, keys.Parked, "parked:", id)
 }
 
-// DeleteDeadLetter removes a dead letter; unknown ids are [ErrNotFound].
+// DeleteDeadLetter removes a dead letter; unknown ids are [ErrNotFound]. Of
+// concurrent deletes of one entry exactly one succeeds.
 func (b *Broker) DeleteDeadLetter(ctx context.Context, id string) error {
 	return b.deleteLetter(ctx, keys.DeadLetter, id)
 }
@@ -223,6 +228,12 @@ func (b *Broker) replayLetter(ctx context.Context, kind byte, prefix, id string)
 	if err != nil {
 		return nil, err
 	}
+	b.mu.Lock()
+	live := b.letterQueue(&lr) != nil
+	b.mu.Unlock()
+	if !live {
+		return nil, ErrNotFound // of a deleted queue, being swept
+	}
 	payload := lr.Payload
 	if lr.Encrypted {
 		if payload, err = b.open(lr.Payload); err != nil {
@@ -240,7 +251,15 @@ func (b *Broker) replayLetter(ctx context.Context, kind byte, prefix, id string)
 	return &ReplayResult{ID: id, MessageID: r.MessageID, TransactionID: r.TransactionID, Offset: r.Offset, Duplicate: r.Status == PushDuplicate}, nil
 }
 
+// deleteLetter removes one entry. Deletes of entries (these, and
+// DeleteMessage's) run one at a time, each looking the entry up and
+// waiting for its removal to be written: of two concurrent deletes of one
+// entry, one succeeds and the other finds nothing, so a queue's count is
+// decremented once. An entry of a deleted queue (being swept) is not
+// found, even when a queue of that name exists again.
 func (b *Broker) deleteLetter(ctx context.Context, kind byte, id string) error {
+	b.delMu.Lock()
+	defer b.delMu.Unlock()
 	lr, err := b.getLetter(kind, id)
 	if err != nil {
 		return err
@@ -251,16 +270,32 @@ func (b *Broker) deleteLetter(ctx context.Context, kind byte, id string) error {
 		b.mu.Unlock()
 		return err
 	}
-	if q := b.queues[lr.Queue]; q != nil {
-		if kind == keys.DeadLetter {
-			q.dlqCount--
-		} else {
-			q.parkedCount--
-		}
+	q := b.letterQueue(&lr)
+	if q == nil {
+		b.mu.Unlock()
+		return ErrNotFound
+	}
+	if kind == keys.DeadLetter {
+		q.dlqCount--
+	} else {
+		q.parkedCount--
 	}
 	done := b.w.submit([]op{{key: keys.IDKey(kind, u), del: true}})
 	b.mu.Unlock()
-	return waitCtx(ctx, done)
+	// Not cut short by ctx: the next delete under delMu must see this one.
+	return <-done
+}
+
+// letterQueue returns the live queue an entry belongs to, or nil when its
+// partition is gone (its queue was deleted). Under b.mu.
+func (b *Broker) letterQueue(lr *letterRecord) *queue {
+	if lr.PID >= uint64(len(b.parts)) || b.parts[lr.PID] == nil {
+		return nil
+	}
+	if q := b.parts[lr.PID].q; q.name == lr.Queue && b.queues[q.name] == q {
+		return q
+	}
+	return nil
 }
 
 // partitionLive reports whether pid names an existing partition.

@@ -609,6 +609,7 @@ func (b *Broker) dropLease(c *cursor) {
 // again from the cursor. Under b.mu.
 func (b *Broker) expireLease(l *lease, now int64) {
 	delete(b.leases, l.id)
+	b.expired.note(l.id, now)
 	cursors := l.cursors
 	l.cursors = nil
 	for _, c := range cursors {
@@ -621,9 +622,11 @@ func (b *Broker) expireLease(l *lease, now int64) {
 }
 
 // RenewLease extends every partition of a lease to at least d from now
-// (default 60 s) and returns the new expiry. An unknown lease is
-// [ErrNotFound]; one that already expired is [ErrLeaseExpired] and cannot
-// be renewed.
+// (default 60 s) and returns the new expiry. A lease that already expired
+// is [ErrLeaseExpired] and cannot be renewed (the broker remembers expired
+// leases for an hour, the latest 65536 of them); any other unknown lease,
+// including one released because its messages were all settled, is
+// [ErrNotFound].
 func (b *Broker) RenewLease(ctx context.Context, leaseID string, d time.Duration) (time.Time, error) {
 	if d < 0 {
 		return time.Time{}, argErr("d", "must not be negative")
@@ -639,6 +642,9 @@ func (b *Broker) RenewLease(ctx context.Context, leaseID string, d time.Duration
 	now := b.now()
 	l := b.leases[leaseID]
 	if l == nil {
+		if b.expired.has(leaseID, now) {
+			return time.Time{}, ErrLeaseExpired
+		}
 		return time.Time{}, ErrNotFound
 	}
 	if l.expires <= now {

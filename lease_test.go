@@ -110,7 +110,7 @@ func TestLease_RenewExtendsAndExpiredCannotRenew(t *testing.T) {
 		_, err = b.RenewLease(bg, pr.LeaseID, time.Minute)
 		require.ErrorIs(t, err, queen.ErrLeaseExpired)
 		_, err = b.RenewLease(bg, pr.LeaseID, time.Minute)
-		require.ErrorIs(t, err, queen.ErrNotFound)
+		require.ErrorIs(t, err, queen.ErrLeaseExpired, "still expired, not unknown, once the broker has dropped it")
 		again := pop(t, b, queen.PopRequest{Queue: "r", Partitions: 2, Batch: 10})
 		require.Len(t, again.Messages, 2)
 		require.Equal(t, []int{2, 2}, attemptsOf(again.Messages))

@@ -191,6 +191,7 @@ type Broker struct {
 	queues    map[string]*queue
 	parts     []*partition // by internal id; nil for deleted
 	leases    map[string]*lease
+	expired   expiredLeases // recently expired lease ids, for RenewLease
 	queueWait map[string]*waitList // pops waiting for a queue to be created
 	closed    bool
 	failed    error // a storage failure that left memory and disk apart
@@ -234,8 +235,10 @@ func Open(dir string, opts *Options) (*Broker, error) {
 	bo = bo.WithLogger(nil).WithSyncWrites(o.Durability == SyncEveryCommit).WithNumVersionsToKeep(1).
 		WithCompactL0OnClose(true).WithDetectConflicts(false).WithValueLogFileSize(64 << 20)
 	db, err := badger.Open(bo)
-	if errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EAGAIN) {
-		// Badger's flock on the directory is held, by this process or another.
+	if err != nil && (errors.Is(err, syscall.EWOULDBLOCK) || strings.Contains(err.Error(), "Another process is using this Badger database")) {
+		// Badger's flock on the directory is held, by this process or
+		// another; Badger reports it in text only (its wrapping drops the
+		// errno), hence the match on its message.
 		return nil, fmt.Errorf("%w: %s is open in another broker", ErrLocked, dir)
 	}
 	if err != nil {
