@@ -191,7 +191,7 @@ type Broker struct {
 	queues    map[string]*queue
 	parts     []*partition // by internal id; nil for deleted
 	leases    map[string]*lease
-	expired   expiredLeases // recently expired lease ids, for RenewLease
+	expired   expiredLeases        // recently expired lease ids, for RenewLease
 	queueWait map[string]*waitList // pops waiting for a queue to be created
 	closed    bool
 	failed    error // a storage failure that left memory and disk apart
