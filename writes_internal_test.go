@@ -106,6 +106,7 @@ func TestPending_FollowsEveryCursorMove(t *testing.T) {
 	ctx := context.Background()
 	cfg := DefaultQueueConfig()
 	cfg.Retention = 50 * time.Minute
+	cfg.MaxWaitTime = 20 * time.Minute
 	cfg.MaxSize = 1000
 	cfg.RetryLimit = 1
 	cfg.RetryDelay = 0

@@ -312,7 +312,7 @@ func TestLease_RenewAfterBrokerExpiredIt(t *testing.T) {
 func TestDLQ_ConcurrentDeletesSucceedOnce(t *testing.T) {
 	t.Parallel()
 	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
-		const letters = 10
+		const letters = 100
 		for i := 0; i < letters; i++ {
 			pushOne(t, b, "d", "p", "", `{}`)
 		}
@@ -321,7 +321,6 @@ func TestDLQ_ConcurrentDeletesSucceedOnce(t *testing.T) {
 		for i := letters / 2; i < letters; i++ {
 			items[i].Status = queen.AckPark
 		}
-		ackAll(t, b, nil, queen.AckCompleted)
 		ack(t, b, items...)
 		st := queueStats(t, b, "d")
 		require.Equal(t, int64(letters/2), st.DeadLetters)
@@ -337,11 +336,13 @@ func TestDLQ_ConcurrentDeletesSucceedOnce(t *testing.T) {
 		}{{dead, b.DeleteDeadLetter}, {parked, b.DeleteParked}} {
 			for _, l := range c.page.Letters {
 				var wg sync.WaitGroup
-				errs := make([]error, 4)
+				start := make(chan struct{})
+				errs := make([]error, 8)
 				for k := range errs {
 					wg.Add(1)
-					go func() { defer wg.Done(); errs[k] = c.del(bg, l.ID) }()
+					go func() { defer wg.Done(); <-start; errs[k] = c.del(bg, l.ID) }()
 				}
+				close(start)
 				wg.Wait()
 				ok := 0
 				for _, err := range errs {
