@@ -99,3 +99,15 @@ func ackErrorText(err error) string {
 	}
 	return "internal error"
 }
+
+// pushErrorText is the reason a transaction's push was refused.
+func pushErrorText(err error) string {
+	var arg *queen.ArgumentError
+	switch {
+	case errors.Is(err, queen.ErrQueueFull):
+		return "queue full"
+	case errors.As(err, &arg):
+		return arg.Reason
+	}
+	return "internal error"
+}

@@ -633,6 +633,30 @@ func TestTransaction(t *testing.T) {
 		require.Equal(t, "ACK operation failed: invalid status: weird", res["error"])
 	})
 
+	t.Run("a refused push aborts everything", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, nil, nil)
+		cfg := queen.DefaultQueueConfig()
+		cfg.MaxSize = 1
+		_, err := e.b.ConfigureQueue(context.Background(), "full", cfg)
+		require.NoError(t, err)
+		e.push("full", "", "f-0", 1)
+		e.push("in", "", "in-1", 1)
+		m := msgs(t, e.pop("/api/v1/pop/queue/in"))[0]
+		res := e.obj("POST", "/api/v1/transaction", map[string]any{"operations": []any{
+			map[string]any{"type": "ack", "transactionId": "in-1", "partitionId": m["partitionId"], "leaseId": m["leaseId"]},
+			map[string]any{"type": "push", "items": []any{map[string]any{"queue": "full", "transactionId": "f-1"}}},
+		}}, http.StatusOK)
+		require.Equal(t, false, res["success"])
+		require.Equal(t, "PUSH operation failed: queue full", res["error"])
+		require.Len(t, res["results"].([]any), 2)
+		// The ack was not applied: the lease still holds the message.
+		ack := e.arr("POST", "/api/v1/ack/batch", map[string]any{"acknowledgments": []any{
+			map[string]any{"transactionId": "in-1", "partitionId": m["partitionId"], "leaseId": m["leaseId"], "status": "completed"},
+		}}, http.StatusOK)
+		require.Equal(t, true, ack[0].(map[string]any)["success"])
+	})
+
 	t.Run("refuses bad bodies", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, nil, nil)
