@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -93,7 +94,8 @@ func TestCrash_KillAndReopen(t *testing.T) {
 				ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 				require.True(t, ws.Signaled(), "round %d: child ended on its own (%v): %s", round, err, stderr.String())
 				v := verify(t, data, logPath, mode)
-				t.Logf("round %d: %d pushes, %d acks, %d dead letters, %d parked, %d replays, %d transactional hand-offs so far", round, v.pushes, v.acks, v.dl, v.pk, v.replays, v.tx)
+				t.Logf("round %d: %d pushes, %d acks, %d dead letters, %d parked, %d replays, %d transactional hand-offs, %d into a capped queue, %d refused so far",
+					round, v.pushes, v.acks, v.dl, v.pk, v.replays, v.tx, v.capTx, v.refused)
 			}
 		})
 	}
@@ -136,7 +138,7 @@ type gpo struct {
 
 type pushKey struct{ queue, part, txid string }
 
-type summary struct{ pushes, acks, dl, pk, replays, tx int }
+type summary struct{ pushes, acks, dl, pk, replays, tx, capTx, refused int }
 
 // verify reopens the directory and checks every promise the log records.
 func verify(t *testing.T, data, logPath string, mode queen.Durability) summary {
@@ -178,6 +180,8 @@ func verify(t *testing.T, data, logPath string, mode queen.Durability) summary {
 			lower[k] = max(lower[k], l.Int(2))
 		case "replay":
 			sum.replays++
+		case "refused":
+			sum.refused++
 		}
 	}
 	sum.pushes = len(pushes)
@@ -200,7 +204,8 @@ func verify(t *testing.T, data, logPath string, mode queen.Durability) summary {
 	}
 	msgs := map[gp]*stored{} // (queue, partition)
 	for queue, parts := range map[string][]string{crashtest.WorkQueue: crashtest.WorkPartitions, crashtest.RetainQueue: crashtest.RetainPartitions,
-		crashtest.TxQueue: crashtest.TxPartitions, crashtest.OutQueue: crashtest.TxPartitions} {
+		crashtest.TxQueue: crashtest.TxPartitions, crashtest.OutQueue: crashtest.TxPartitions,
+		crashtest.AutoQueue: crashtest.AutoPartitions, crashtest.CapIn: crashtest.CapPartitions, crashtest.CapOut: crashtest.CapPartitions} {
 		for _, part := range parts {
 			st := &stored{first: -1, byOff: map[int64]queen.Record{}}
 			msgs[gp{queue, part}] = st
@@ -293,7 +298,27 @@ func verify(t *testing.T, data, logPath string, mode queen.Durability) summary {
 		require.Equal(t, string(want), string(rec.Payload), "payload of %v", k)
 	}
 
-	// 5. Dedup holds across the crash: pushing the same transactionIds
+	// 5. MaxSize holds across the crash: the capped queue, rebuilt from
+	// storage, has at most CapMax pending messages.
+	if st, err := b.QueueStats(ctx, crashtest.CapOut); err == nil {
+		require.LessOrEqual(t, st.Pending, int64(crashtest.CapMax), "%s: pending over MaxSize after reopen", crashtest.CapOut)
+	}
+	// A conflating group still conflates after the crash: a pop gets the
+	// newest message of its partition.
+	for _, part := range crashtest.AutoPartitions {
+		st := msgs[gp{crashtest.AutoQueue, part}]
+		res, err := b.Pop(ctx, queen.PopRequest{Queue: crashtest.AutoQueue, Group: crashtest.ConflateGroup, Partition: part, Conflation: true})
+		if errors.Is(err, queen.ErrNotFound) {
+			continue
+		}
+		require.NoError(t, err)
+		if len(res.Messages) > 0 {
+			require.Len(t, res.Messages, 1, "%s/%s: conflating pop after reopen", crashtest.AutoQueue, part)
+			require.Equal(t, int64(len(st.byOff))-1, res.Messages[0].Offset, "%s/%s: conflating pop after reopen is not the newest", crashtest.AutoQueue, part)
+		}
+	}
+
+	// 6. Dedup holds across the crash: pushing the same transactionIds
 	// again stores nothing and reports the first offset.
 	var again []queen.PushItem
 	var wantOff []int64
@@ -315,7 +340,7 @@ func verify(t *testing.T, data, logPath string, mode queen.Durability) summary {
 	require.NoError(t, b.Close())
 	closed = true
 
-	// 6. Raw storage: cursors between what was confirmed and what was
+	// 7. Raw storage: cursors between what was confirmed and what was
 	// sent; the dedup index and the messages agree.
 	db, err := badger.Open(badger.DefaultOptions(data).WithLogger(nil))
 	require.NoError(t, err)
@@ -361,38 +386,76 @@ func verify(t *testing.T, data, logPath string, mode queen.Durability) summary {
 				require.LessOrEqual(t, c.Retries, int32(2), "%s/%s: retries beyond the limit", group, part)
 			}
 		}
-		// Transactions: an input is settled exactly when its output exists.
-		for _, part := range crashtest.TxPartitions {
-			pid, ok := pids[gp{crashtest.TxQueue, part}]
+		// Auto-ack and conflating groups: the cursor is at least where the
+		// last pop (auto-ack) or ack (conflating) that returned left it, and
+		// at most at the end: nothing confirmed is delivered again.
+		for _, part := range crashtest.AutoPartitions {
+			pid, ok := pids[gp{crashtest.AutoQueue, part}]
 			if !ok {
 				continue
 			}
-			c := record.Cursor{}
-			if item, err := txn.Get(keys.CursorKey(pid, queen.QueueModeGroup)); err == nil {
-				require.NoError(t, item.Value(func(v []byte) (err error) { c, err = record.DecodeCursor(v); return }))
+			next := int64(len(msgs[gp{crashtest.AutoQueue, part}].byOff))
+			for _, group := range []string{crashtest.AutoGroup, crashtest.ConflateGroup} {
+				c := cursorOf(t, txn, pid, group)
+				require.GreaterOrEqual(t, c.Offset, lower[gp{group, part}], "%s/%s: cursor went back behind a confirmed pop or ack", group, part)
+				require.LessOrEqual(t, c.Offset, next, "%s/%s: cursor past the end", group, part)
 			}
-			require.GreaterOrEqual(t, c.Offset, lower[gp{"tx", part}], "%s/%s: transaction ack undone", crashtest.TxQueue, part)
-			settled := map[string]bool{}
-			for off, r := range msgs[gp{crashtest.TxQueue, part}].byOff {
-				if off < c.Offset {
-					settled[r.TransactionID] = true
+		}
+		// Transactions: an input is settled exactly when its output exists,
+		// whether the transaction committed or was refused.
+		for _, tq := range []struct {
+			in, out, prefix, log string
+			parts                []string
+		}{
+			{crashtest.TxQueue, crashtest.OutQueue, "out:", "tx", crashtest.TxPartitions},
+			{crashtest.CapIn, crashtest.CapOut, "cap:", "cap", crashtest.CapPartitions},
+		} {
+			for _, part := range tq.parts {
+				pid, ok := pids[gp{tq.in, part}]
+				if !ok {
+					continue
+				}
+				c := cursorOf(t, txn, pid, queen.QueueModeGroup)
+				require.GreaterOrEqual(t, c.Offset, lower[gp{tq.log, part}], "%s/%s: transaction ack undone", tq.in, part)
+				settled := map[string]bool{}
+				for off, r := range msgs[gp{tq.in, part}].byOff {
+					if off < c.Offset {
+						settled[r.TransactionID] = true
+					}
+				}
+				outputs := map[string]bool{}
+				for _, r := range msgs[gp{tq.out, part}].byOff {
+					in := strings.TrimPrefix(r.TransactionID, tq.prefix)
+					outputs[in] = true
+					require.True(t, settled[in], "%s/%s: output %s exists but its input is not acked", tq.out, part, r.TransactionID)
+				}
+				for in := range settled {
+					require.True(t, outputs[in], "%s/%s: input %s acked but its output is missing", tq.in, part, in)
+				}
+				if tq.log == "tx" {
+					sum.tx += len(settled)
+				} else {
+					sum.capTx += len(settled)
 				}
 			}
-			outputs := map[string]bool{}
-			for _, r := range msgs[gp{crashtest.OutQueue, part}].byOff {
-				in := strings.TrimPrefix(r.TransactionID, "out:")
-				outputs[in] = true
-				require.True(t, settled[in], "%s/%s: output %s exists but its input is not acked", crashtest.OutQueue, part, r.TransactionID)
-			}
-			for in := range settled {
-				require.True(t, outputs[in], "%s/%s: input %s acked but its output is missing", crashtest.TxQueue, part, in)
-			}
-			sum.tx += len(settled)
 		}
 		return nil
 	})
 	require.NoError(t, err)
 	return sum
+}
+
+// cursorOf reads a group's stored cursor in partition pid (zero if none).
+func cursorOf(t *testing.T, txn *badger.Txn, pid uint64, group string) record.Cursor {
+	t.Helper()
+	c := record.Cursor{}
+	item, err := txn.Get(keys.CursorKey(pid, group))
+	if err == nil {
+		require.NoError(t, item.Value(func(v []byte) (err error) { c, err = record.DecodeCursor(v); return }))
+	} else {
+		require.ErrorIs(t, err, badger.ErrKeyNotFound)
+	}
+	return c
 }
 
 // checkIndex checks that each message of pid is in the dedup index at its

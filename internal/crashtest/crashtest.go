@@ -1,8 +1,11 @@
 // Package crashtest kills a broker process at random moments and checks
 // what survives. The child program (./child) runs producers, consumers
-// that ack with every status, dead-letter replays, retention and a
-// consumer that acks its input and pushes its output in one transaction,
-// against a Badger directory, and logs each operation that returned success; the
+// that ack with every status, dead-letter replays, retention, a consumer
+// that acks its input and pushes its output in one transaction, an
+// auto-ack group and a conflating group, and a second transactional
+// consumer whose output queue is full more often than not (its refused
+// transactions must leave nothing behind), against a Badger directory,
+// and logs each operation that returned success; the
 // test (crash_test.go) SIGKILLs it, reopens the directory and checks the
 // log against what the broker holds.
 //
@@ -20,6 +23,7 @@
 //	ack GROUP PARTITION OFFSET STATUS DEST an ack that returned success; DEST is dl, pk or -
 //	cursor GROUP PARTITION OFFSET          the group's cursor is at least OFFSET
 //	replay PARTITION TXID OFFSET SRCOFF    a dead letter of SRCOFF replayed at OFFSET
+//	refused PARTITION OFFSET               a transaction acking up to OFFSET was refused (queue full)
 //	ready ROUND                            the child is running
 //	ERR TEXT                               the child saw a broken promise
 package crashtest
@@ -40,6 +44,13 @@ const (
 	TxQueue     = "txin"   // read by a consumer that acks and pushes in one transaction
 	OutQueue    = "txout"  // what that consumer pushes: "out:<input transactionId>"
 	NamedGroup  = "g1"
+
+	AutoQueue     = "auto" // read by an auto-ack group and a conflating group
+	AutoGroup     = "ag"   // pops with AutoAck
+	ConflateGroup = "cg"   // conflates: receives the newest message of a partition
+	CapIn         = "capin"
+	CapOut        = "capout" // MaxSize CapMax, drained slowly: transactions into it are refused
+	CapMax        = 2
 )
 
 // WorkPartitions and RetainPartitions name the partitions of each queue.
@@ -47,6 +58,8 @@ var (
 	WorkPartitions   = []string{"p0", "p1", "p2", "p3", "p4", "p5"}
 	RetainPartitions = []string{"r0", "r1", "r2"}
 	TxPartitions     = []string{"t0", "t1", "t2"}
+	AutoPartitions   = []string{"a0", "a1"}
+	CapPartitions    = []string{"c0", "c1"}
 )
 
 // Payload is the payload the child pushes for txid: deterministic, so the

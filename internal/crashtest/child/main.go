@@ -89,6 +89,11 @@ func main() {
 	if _, err := b.ConfigureQueue(ctx, crashtest.WorkQueue, work); err != nil {
 		log.fatal("configure: %v", err)
 	}
+	capped := queen.DefaultQueueConfig()
+	capped.MaxSize = crashtest.CapMax
+	if _, err := b.ConfigureQueue(ctx, crashtest.CapOut, capped); err != nil {
+		log.fatal("configure: %v", err)
+	}
 	retain := queen.DefaultQueueConfig()
 	retain.Retention = 300 * time.Millisecond
 	if _, err := b.ConfigureQueue(ctx, crashtest.RetainQueue, retain); err != nil {
@@ -113,10 +118,11 @@ func main() {
 	var wg sync.WaitGroup
 	rngFor := func(i uint64) *rand.Rand { return rand.New(rand.NewPCG(*seed, uint64(*round)<<16|i)) }
 
-	producer := func(id int, queue string, parts []string) {
+	producer := func(id int, queue string, parts []string, pause time.Duration) {
 		defer wg.Done()
 		rng := rngFor(uint64(id))
 		for n := 0; !stop.Load(); {
+			time.Sleep(pause)
 			items := make([]queen.PushItem, 1+rng.IntN(20))
 			for i := range items {
 				txid := fmt.Sprintf("r%d-w%d-%d", *round, id, n)
@@ -285,15 +291,139 @@ func main() {
 		}
 	}
 
+	// Reads AutoQueue with AutoAck: what a pop returned is settled, never
+	// delivered again, crash or not.
+	autoAcker := func() {
+		defer wg.Done()
+		rng := rngFor(400)
+		for !stop.Load() {
+			res, err := b.Pop(ctx, queen.PopRequest{Queue: crashtest.AutoQueue, Group: crashtest.AutoGroup, SubscriptionMode: queen.SubscriptionModeAll,
+				AutoAck: true, Batch: 1 + rng.IntN(5), Wait: true, Timeout: 100 * time.Millisecond})
+			if err != nil {
+				log.fatal("auto-ack pop: %v", err)
+			}
+			if len(res.Messages) == 0 {
+				continue
+			}
+			m := res.Messages[len(res.Messages)-1]
+			log.write(fmt.Sprintf("cursor %s %s %d", crashtest.AutoGroup, m.Partition, m.Offset+1))
+		}
+	}
+
+	// Reads AutoQueue in a conflating group: each pop returns the newest
+	// message of a partition, acked completed.
+	conflater := func() {
+		defer wg.Done()
+		for !stop.Load() {
+			res, err := b.Pop(ctx, queen.PopRequest{Queue: crashtest.AutoQueue, Group: crashtest.ConflateGroup, Conflation: true, SubscriptionMode: queen.SubscriptionModeAll,
+				Wait: true, Timeout: 100 * time.Millisecond})
+			if err != nil {
+				log.fatal("conflating pop: %v", err)
+			}
+			if len(res.Messages) == 0 {
+				continue
+			}
+			if len(res.Messages) != 1 {
+				log.fatal("conflating pop returned %d messages", len(res.Messages))
+			}
+			m := res.Messages[0]
+			r, err := b.Ack(ctx, m, true, queen.AckOptions{})
+			if err != nil || !r.Success {
+				log.fatal("conflating ack of %s: %v", m.TransactionID, err)
+			}
+			log.write(fmt.Sprintf("cursor %s %s %d", crashtest.ConflateGroup, m.Partition, m.Offset+1))
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+
+	// Like transformer, into CapOut, which is full most of the time: a
+	// refused transaction must change nothing, its lease included.
+	capper := func() {
+		defer wg.Done()
+		rng := rngFor(500)
+		for !stop.Load() {
+			res, err := b.Pop(ctx, queen.PopRequest{Queue: crashtest.CapIn, Batch: 1 + rng.IntN(3), Wait: true, Timeout: 100 * time.Millisecond})
+			if err != nil {
+				log.fatal("cap pop: %v", err)
+			}
+			if len(res.Messages) == 0 {
+				continue
+			}
+			tx := b.Transaction()
+			for _, m := range res.Messages {
+				tx.Ack(m, queen.AckCompleted, queen.AckOptions{})
+				tx.Push(queen.PushItem{Queue: crashtest.CapOut, Partition: m.Partition, TransactionID: "cap:" + m.TransactionID, Payload: crashtest.Payload("cap:" + m.TransactionID)})
+			}
+			last := res.Messages[len(res.Messages)-1]
+			tr, err := tx.Commit(ctx)
+			switch {
+			case err == nil:
+				var lines []string
+				for _, r := range tr.Results {
+					if r.Push != nil {
+						if r.Push.Status == queen.PushFailed {
+							log.fatal("transaction committed without its push of %s: %v", r.Push.TransactionID, r.Push.Err)
+						}
+						lines = append(lines, fmt.Sprintf("push %s %s %s %d", crashtest.CapOut, r.Push.Partition, r.Push.TransactionID, r.Push.Offset))
+					}
+				}
+				log.write(append(lines, fmt.Sprintf("cursor %s %s %d", "cap", last.Partition, last.Offset+1))...)
+			case errors.Is(err, queen.ErrQueueFull):
+				// Nothing was applied: the lease still holds every input.
+				items := make([]queen.AckItem, len(res.Messages))
+				for i, m := range res.Messages {
+					items[i] = queen.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Status: queen.AckRetry}
+				}
+				results, err := b.AckBatch(ctx, items)
+				if err != nil {
+					log.fatal("retry after a refused transaction: %v", err)
+				}
+				for i, r := range results {
+					if !r.Success {
+						log.fatal("a refused transaction changed %s: %v", items[i].TransactionID, r.Err)
+					}
+				}
+				log.write(fmt.Sprintf("refused %s %d", last.Partition, last.Offset))
+			default:
+				log.fatal("cap transaction: %v", err)
+			}
+		}
+	}
+
+	// Drains CapOut slowly, so some transactions into it go through.
+	capDrainer := func() {
+		defer wg.Done()
+		for !stop.Load() {
+			time.Sleep(15 * time.Millisecond)
+			res, err := b.Pop(ctx, queen.PopRequest{Queue: crashtest.CapOut, Partitions: 2, Batch: 1})
+			if err != nil {
+				log.fatal("drain pop: %v", err)
+			}
+			for _, m := range res.Messages {
+				if _, err := b.Ack(ctx, m, true, queen.AckOptions{}); err != nil {
+					log.fatal("drain ack: %v", err)
+				}
+			}
+		}
+	}
+
 	for i := range 3 {
 		wg.Add(1)
-		go producer(i, crashtest.WorkQueue, crashtest.WorkPartitions)
+		go producer(i, crashtest.WorkQueue, crashtest.WorkPartitions, 0)
 	}
 	wg.Add(2)
-	go producer(8, crashtest.TxQueue, crashtest.TxPartitions)
+	go producer(8, crashtest.TxQueue, crashtest.TxPartitions, 0)
 	go transformer()
 	wg.Add(1)
-	go producer(9, crashtest.RetainQueue, crashtest.RetainPartitions)
+	go producer(9, crashtest.RetainQueue, crashtest.RetainPartitions, 0)
+	wg.Add(3)
+	go producer(10, crashtest.AutoQueue, crashtest.AutoPartitions, 5*time.Millisecond)
+	go autoAcker()
+	go conflater()
+	wg.Add(3)
+	go producer(11, crashtest.CapIn, crashtest.CapPartitions, 10*time.Millisecond)
+	go capper()
+	go capDrainer()
 	for i := range 4 {
 		wg.Add(1)
 		go consumer(i, []string{"", crashtest.NamedGroup}[i%2])
