@@ -537,3 +537,40 @@ func TestQueue_MaxSizeFollowsSlowestGroup(t *testing.T) {
 	require.Equal(t, int64(1), queueStats(t, b, "s").Pending, "fast has only c left")
 	require.Equal(t, queen.PushQueued, pushOne(t, b, "s", "p2", "d", `{}`).Status)
 }
+
+// TestTxn_EncryptedQueueWithoutKey: a queue configured with encryption,
+// on a broker reopened without the key. A push to it used to fail the
+// whole storage batch (other items and callers with it), and inside a
+// transaction the failure came after the acks were applied, so the broker
+// stopped serving. Now the item fails alone, and a transaction pushing to
+// it is aborted with nothing applied.
+func TestTxn_EncryptedQueueWithoutKey(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	key := []byte(strings.Repeat("k", 32))
+	b := queentest.OpenDir(t, dir, &queen.Options{EncryptionKey: key, Durability: queen.SyncNever})
+	cfg := queen.DefaultQueueConfig()
+	cfg.EncryptionEnabled = true
+	_, err := b.ConfigureQueue(bg, "secret", cfg)
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+
+	b = queentest.OpenDir(t, dir, &queen.Options{Durability: queen.SyncNever})
+	res, err := b.Push(bg, []queen.PushItem{{Queue: "plain", Payload: json.RawMessage(`1`)}, {Queue: "secret", Payload: json.RawMessage(`2`)}})
+	require.NoError(t, err)
+	require.Equal(t, queen.PushQueued, res[0].Status)
+	require.Equal(t, queen.PushFailed, res[1].Status)
+	require.ErrorIs(t, res[1].Err, queen.ErrInvalidArgument)
+
+	pr := pop(t, b, queen.PopRequest{Queue: "plain"})
+	_, err = b.Transaction().
+		Ack(pr.Messages[0], queen.AckCompleted, queen.AckOptions{}).
+		Push(queen.PushItem{Queue: "secret", Payload: json.RawMessage(`3`)}).
+		Commit(bg)
+	require.ErrorIs(t, err, queen.ErrTransactionAborted)
+	require.ErrorIs(t, err, queen.ErrInvalidArgument)
+	require.NoError(t, b.Ping(bg))
+	require.Equal(t, 1, queueStats(t, b, "plain").Partitions[0].Cursors[0].InFlight)
+	require.Equal(t, int64(0), queueStats(t, b, "secret").Messages)
+	ackAll(t, b, pr.Messages, queen.AckCompleted)
+}
