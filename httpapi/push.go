@@ -313,5 +313,8 @@ func txErrorText(ops []queen.TxOp, te *queen.TransactionError) string {
 	if te.Index >= 0 && te.Index < len(ops) && ops[te.Index].Ack != nil {
 		return "ACK operation failed: " + ackErrorText(te.Err)
 	}
+	if te.Index >= 0 && te.Index < len(ops) && ops[te.Index].Push != nil {
+		return "PUSH operation failed: " + pushErrorText(te.Err)
+	}
 	return "transaction aborted: " + ackErrorText(te.Err)
 }
