@@ -250,3 +250,26 @@ func TestCounters_BatchAckOverManyQueues(t *testing.T) {
 		require.Equal(t, 1, n, "one event for %s", q)
 	}
 }
+
+// TestCounters_DeadLetterAndParkInOneAck: one ack call that dead-letters
+// one message and parks the next of the same partition counts one of each
+// (both used to be counted as the kind of the first).
+func TestCounters_DeadLetterAndParkInOneAck(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	pushN(t, b, "mixed", "p", 2)
+	got := pop(t, b, queen.PopRequest{Queue: "mixed", Batch: 2})
+	require.Len(t, got.Messages, 2)
+	items := ackItems(got.Messages, queen.AckDLQ)
+	items[1].Status = queen.AckPark
+	for _, r := range ack(t, b, items...) {
+		require.True(t, r.Success, "%v", r.Err)
+	}
+	c := b.Counters()
+	require.EqualValues(t, 1, c.DeadLettered)
+	require.EqualValues(t, 1, c.Parked)
+	st, err := b.QueueStats(bg, "mixed")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, st.DeadLetters)
+	require.EqualValues(t, 1, st.Parked)
+}

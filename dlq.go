@@ -126,6 +126,7 @@ var errCorruptLetter = errors.New("queen: corrupt dead-letter record")
 func (b *Broker) letterOps(c *cursor, specs []letterSpec, now int64) ([]op, error) {
 	p := c.p
 	ops := make([]op, 0, len(specs))
+	var dead, parked int
 	err := b.db.View(func(txn *badger.Txn) error {
 		for _, s := range specs {
 			lr := letterRecord{Queue: p.q.name, Partition: p.name, PID: p.pid, Offset: s.off, TxID: s.txid,
@@ -147,9 +148,9 @@ func (b *Broker) letterOps(c *cursor, specs []letterSpec, now int64) ([]op, erro
 			}
 			ops = append(ops, op{key: keys.IDKey(s.kind, uuid.NewV4()), val: encodeLetter(&lr)})
 			if s.kind == keys.DeadLetter {
-				p.q.dlqCount++
+				dead++
 			} else {
-				p.q.parkedCount++
+				parked++
 			}
 		}
 		return nil
@@ -157,11 +158,16 @@ func (b *Broker) letterOps(c *cursor, specs []letterSpec, now int64) ([]op, erro
 	if err != nil {
 		return nil, storageErr("dead-letter", err)
 	}
-	kind := EventDeadLettered
-	if specs[0].kind == keys.Parked {
-		kind = EventParked
+	p.q.dlqCount += int64(dead)
+	p.q.parkedCount += int64(parked)
+	// One call may both dead-letter and park messages of a partition (an ack
+	// batch with dlq and park items): each kind is reported with its own count.
+	if dead > 0 {
+		b.observe(Event{Kind: EventDeadLettered, Queue: p.q.name, Group: c.g.name, Count: dead})
 	}
-	b.observe(Event{Kind: kind, Queue: p.q.name, Group: c.g.name, Count: len(specs)})
+	if parked > 0 {
+		b.observe(Event{Kind: EventParked, Queue: p.q.name, Group: c.g.name, Count: parked})
+	}
 	return ops, nil
 }
 
