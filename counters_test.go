@@ -273,3 +273,47 @@ func TestCounters_DeadLetterAndParkInOneAck(t *testing.T) {
 	require.EqualValues(t, 1, st.DeadLetters)
 	require.EqualValues(t, 1, st.Parked)
 }
+
+// pushLog sums EventPush counts by queue.
+type pushLog struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (l *pushLog) Observe(e queen.Event) {
+	if e.Kind != queen.EventPush {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n == nil {
+		l.n = map[string]int{}
+	}
+	l.n[e.Queue] += e.Count
+}
+
+// TestCounters_PushesAndTransactions: a push over several queues reports
+// each queue's messages under that queue, and a transaction's acks and
+// pushes are counted as the stand-alone calls are.
+func TestCounters_PushesAndTransactions(t *testing.T) {
+	t.Parallel()
+	var pl pushLog
+	b := queentest.NewBroker(t, &queen.Options{Observer: &pl})
+	_, err := b.Push(bg, []queen.PushItem{
+		{Queue: "a", Payload: []byte(`1`)}, {Queue: "b", Payload: []byte(`2`)},
+		{Queue: "a", Payload: []byte(`3`)}, {Queue: "c", TransactionID: "x", Payload: []byte(`4`)},
+		{Queue: "c", TransactionID: "x", Payload: []byte(`4`)}, // a duplicate: not counted
+	})
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{"a": 2, "b": 1, "c": 1}, pl.n)
+
+	got := pop(t, b, queen.PopRequest{Queue: "a"})
+	require.Len(t, got.Messages, 1)
+	_, err = b.Transaction().Ack(got.Messages[0], queen.AckCompleted, queen.AckOptions{}).
+		Push(queen.PushItem{Queue: "out", Payload: []byte(`5`)}).Commit(bg)
+	require.NoError(t, err)
+	c := b.Counters()
+	require.EqualValues(t, 1, c.Acked[queen.AckCompleted], "the transaction's ack")
+	require.EqualValues(t, 5, c.Pushed, "four pushed, one by the transaction")
+	require.Equal(t, 1, pl.n["out"])
+}

@@ -290,15 +290,7 @@ func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 			return nil, err
 		}
 	}
-	n := 0
-	for i := range results {
-		if results[i].Status == PushQueued {
-			n++
-		}
-	}
-	if len(items) > 0 {
-		b.observe(Event{Kind: EventPush, Queue: items[0].Queue, Count: n, Duration: time.Since(start)})
-	}
+	b.observePushes(items, results, time.Since(start))
 	return results, nil
 }
 
@@ -428,4 +420,44 @@ func (b *Broker) readRange(pid uint64, from, end int64, limit int, fn func(int64
 		return nil
 	})
 	return storageErr("read", err)
+}
+
+// observePushes reports the messages one call queued, one event per queue
+// in order of first appearance (a call may push to several queues).
+// Duplicates and refused items are not counted.
+func (b *Broker) observePushes(items []PushItem, results []PushResult, d time.Duration) {
+	if len(items) == 0 {
+		return
+	}
+	var order []string
+	var counts map[string]int
+	n, q := 0, items[0].Queue
+	for i := range items {
+		if items[i].Queue != q && counts == nil { // several queues: count by name
+			counts = map[string]int{q: n}
+			order = append(order, q)
+		}
+		queued := results[i].Status == PushQueued
+		if counts == nil {
+			if queued {
+				n++
+			}
+			continue
+		}
+		c, ok := counts[items[i].Queue]
+		if !ok {
+			order = append(order, items[i].Queue)
+		}
+		if queued {
+			c++
+		}
+		counts[items[i].Queue] = c
+	}
+	if counts == nil {
+		b.observe(Event{Kind: EventPush, Queue: q, Count: n, Duration: d})
+		return
+	}
+	for _, name := range order {
+		b.observe(Event{Kind: EventPush, Queue: name, Count: counts[name], Duration: d})
+	}
 }

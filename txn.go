@@ -3,6 +3,7 @@ package queen
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/queenlite/queen/internal/keys"
@@ -45,6 +46,7 @@ func (b *Broker) ExecTransaction(ctx context.Context, ops []TxOp) (*TxResult, er
 	if len(ops) == 0 {
 		return nil, argErr("ops", "must not be empty")
 	}
+	start := time.Now()
 	res := &TxResult{ID: uuid.NewV4().String(), Results: make([]TxOpResult, len(ops))}
 	var acks []AckItem
 	var ackAt []int
@@ -117,6 +119,11 @@ func (b *Broker) ExecTransaction(ctx context.Context, ops []TxOp) (*TxResult, er
 	}
 	for j := range pushResults {
 		res.Results[pushAt[j]].Push = &pushResults[j]
+	}
+	d := time.Since(start)
+	b.observeAcks(acks, ackResults, d)
+	if len(pushes) > 0 {
+		b.observePushes(pushes, pushResults, d)
 	}
 	return res, nil
 }
