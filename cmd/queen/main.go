@@ -18,6 +18,7 @@
 //	-shutdown-timeout   QUEEN_SHUTDOWN_TIMEOUT     how long shutdown waits for requests (default 30s)
 //	-retention-interval RETENTION_INTERVAL         ms between retention runs (default 10000)
 //	-eviction-interval  EVICTION_INTERVAL          ms between max-wait eviction runs (default 10000)
+//	-version                                       print "queen <version>" and exit
 //	                    QUEEN_ENCRYPTION_KEY       64 hex characters: the AES-256 key for encrypted queues
 //
 // Retention, completed retention and max-wait eviction run together in one
@@ -57,11 +58,14 @@ func main() {
 		<-ctx.Done()
 		stop() // a second signal gets the default behaviour: exit now
 	}()
-	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stderr))
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 
 // config is the server's settings.
 type config struct {
+	// version asks for the version to be printed instead of serving.
+	version bool
+
 	host            string
 	port            int
 	dataDir         string
@@ -100,12 +104,16 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	shutdown := fs.String("shutdown-timeout", env("QUEEN_SHUTDOWN_TIMEOUT", "30s"), "how long shutdown waits for running requests (env QUEEN_SHUTDOWN_TIMEOUT)")
 	retention := fs.String("retention-interval", env("RETENTION_INTERVAL", ""), "ms between retention runs; with -eviction-interval the smaller wins (default 10000) (env RETENTION_INTERVAL)")
 	eviction := fs.String("eviction-interval", env("EVICTION_INTERVAL", ""), "ms between max-wait eviction runs; with -retention-interval the smaller wins (default 10000) (env EVICTION_INTERVAL)")
+	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
 		fmt.Fprintln(out, "Usage: queen [flags]\n\nRuns the queen broker with Queen's REST API. Flags win over environment variables.\nQUEEN_ENCRYPTION_KEY (64 hex characters) sets the key for encrypted queues.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if *version {
+		return &config{version: true}, nil
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -182,7 +190,9 @@ func (c *config) brokerOptions(logger *slog.Logger) *queen.Options {
 }
 
 // run serves until ctx ends, then shuts down; it returns the exit code.
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
+// -version prints "queen <version>" on stdout; everything else goes to
+// stderr.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	cfg, err := parseConfig(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -190,6 +200,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		fmt.Fprintln(stderr, "queen:", err)
 		return 2
+	}
+	if cfg.version {
+		fmt.Fprintf(stdout, "queen %s\n", queen.Version)
+		return 0
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
 
