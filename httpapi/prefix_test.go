@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -173,4 +174,23 @@ func TestHandler_PrefixOrStripPrefix(t *testing.T) {
 	t.Cleanup(srv.Close)
 	v := client{t, srv.URL}.call("GET", "/mq/health", "", http.StatusNotFound)
 	require.Equal(t, map[string]any{"error": "not found"}, v)
+}
+
+// ExampleOptions_prefix mounts the API under /mq on a router that passes
+// the whole path on, as chi's Mount does; the handler strips the prefix.
+func ExampleOptions_prefix() {
+	b, err := queen.Open("", &queen.Options{InMemory: true})
+	if err != nil {
+		panic(err)
+	}
+	defer b.Close()
+	h := httpapi.New(b, &httpapi.Options{Prefix: "/mq"})
+	for _, path := range []string{"/mq/api/v1/resources/queues", "/api/v1/resources/queues"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil)) // as a router that keeps the prefix would
+		fmt.Println(path, rec.Code, strings.TrimSpace(rec.Body.String()))
+	}
+	// Output:
+	// /mq/api/v1/resources/queues 200 {"queues":[]}
+	// /api/v1/resources/queues 404 {"error":"not found"}
 }
