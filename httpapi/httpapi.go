@@ -4,9 +4,15 @@
 //
 // [New] returns an [http.Handler] that serves the routes under /api/v1,
 // plus /health, /metrics and /metrics/prometheus. Mount it on any router,
-// under a prefix if you like:
+// under a prefix if you like, either stripping the prefix before the
+// handler sees the path:
 //
 //	mux.Handle("/queen/", http.StripPrefix("/queen", httpapi.New(b, nil)))
+//
+// or letting the handler strip it with [Options.Prefix], for routers that
+// pass the whole path on, such as chi's Mount:
+//
+//	r.Mount("/queen", httpapi.New(b, &httpapi.Options{Prefix: "/queen"}))
 //
 // # Wire contract
 //
@@ -50,6 +56,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -189,6 +197,17 @@ type Options struct {
 	// 204 answer to OPTIONS, for hosts that handle CORS themselves.
 	// Defaults to false.
 	NoCORS bool
+
+	// Prefix is the path the handler is mounted under, for routers that
+	// pass the whole path on (chi's Mount, gorilla/mux's PathPrefix, a
+	// http.ServeMux pattern without http.StripPrefix). With "/mq", a
+	// request for /mq/api/v1/push is served as /api/v1/push, and a request
+	// outside /mq answers 404. Authorize and the logs see the path without
+	// the prefix. Use either Prefix or http.StripPrefix, not both: a path
+	// already stripped no longer starts with the prefix and answers 404.
+	// A missing leading slash is added and a trailing one ignored.
+	// Defaults to "": the handler routes on the path as it arrives.
+	Prefix string
 }
 
 // Limits of the wire contract.
@@ -207,6 +226,7 @@ type handler struct {
 	maxBody   int64
 	authorize func(*http.Request, Access) error
 	cors      bool
+	prefix    string // "" or "/name", without a trailing slash
 	timeout   time.Duration
 	batch     int
 
@@ -236,6 +256,7 @@ func New(b Broker, opts *Options) http.Handler {
 		maxBody:   o.MaxBodyBytes,
 		authorize: o.Authorize,
 		cors:      !o.NoCORS,
+		prefix:    cleanPrefix(o.Prefix),
 		timeout:   o.DefaultTimeout,
 		batch:     o.DefaultBatch,
 		started:   b.Now(),
@@ -383,7 +404,50 @@ func (h *handler) notFound(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusNotFound, errorBody{"not found"})
 }
 
-// ServeHTTP sets the CORS headers, answers preflights, and dispatches.
+// cleanPrefix normalizes [Options.Prefix]: a leading slash, no trailing
+// one, and "" for the root.
+func cleanPrefix(p string) string {
+	p = strings.TrimRight(p, "/")
+	if p != "" && p[0] != '/' {
+		p = "/" + p
+	}
+	return p
+}
+
+// stripPrefix returns r with h.prefix removed from its path, or false
+// when the path is outside the prefix. Like http.StripPrefix, it strips
+// the raw (escaped) path too, so percent-encoded segments survive.
+func (h *handler) stripPrefix(r *http.Request) (*http.Request, bool) {
+	under := func(p string) (string, bool) {
+		rest, ok := strings.CutPrefix(p, h.prefix)
+		if !ok || (rest != "" && rest[0] != '/') { // "/mqx" is not under "/mq"
+			return "", false
+		}
+		if rest == "" {
+			rest = "/"
+		}
+		return rest, true
+	}
+	path, ok := under(r.URL.Path)
+	if !ok {
+		return nil, false
+	}
+	var raw string
+	if r.URL.RawPath != "" {
+		if raw, ok = under(r.URL.RawPath); !ok {
+			return nil, false
+		}
+	}
+	r2 := new(http.Request)
+	*r2 = *r
+	r2.URL = new(url.URL)
+	*r2.URL = *r.URL
+	r2.URL.Path, r2.URL.RawPath = path, raw
+	return r2, true
+}
+
+// ServeHTTP sets the CORS headers, answers preflights, strips
+// [Options.Prefix], and dispatches.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.requests.Add(1)
 	if h.cors {
@@ -392,10 +456,19 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		hd.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS")
 		hd.Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
 		hd.Set("Access-Control-Max-Age", "86400")
-		if r.Method == http.MethodOptions {
-			w.WriteHeader(http.StatusNoContent)
+	}
+	if h.prefix != "" {
+		r2, ok := h.stripPrefix(r)
+		if !ok {
+			h.log.Debug("httpapi: path outside Options.Prefix", "method", r.Method, "path", r.URL.Path, "prefix", h.prefix)
+			writeJSON(w, http.StatusNotFound, errorBody{"not found"})
 			return
 		}
+		r = r2
+	}
+	if h.cors && r.Method == http.MethodOptions {
+		w.WriteHeader(http.StatusNoContent)
+		return
 	}
 	defer func() {
 		if v := recover(); v != nil {

@@ -324,6 +324,13 @@ func TestHandler_Health(t *testing.T) {
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &v))
 	require.Equal(t, "healthy", v["status"])
 	require.Equal(t, "connected", v["database"])
+	// The module's version, next to Queen's other fields.
+	require.Equal(t, queen.Version, v["version"])
+	require.Regexp(t, `^\d+\.\d+\.\d+`, v["version"])
+	require.Equal(t, "queen (Go, Badger)", v["server"])
+	require.Equal(t, 0.0, v["worker_id"])
+	require.Equal(t, map[string]any{"enabled": false}, v["shared_state"])
+	require.Equal(t, map[string]any{"worker_id": 0.0, "status": "active"}, v["queen"])
 
 	require.NoError(t, b.Close())
 	rec = httptest.NewRecorder()

@@ -11,11 +11,9 @@ import (
 	"github.com/queenlite/queen"
 )
 
-// version is what /health reports as the API version.
-const version = "1.0.0"
-
 // health serves GET /health: 200 while the broker serves, 503 once it is
-// closed or has stopped after a storage failure.
+// closed or has stopped after a storage failure. Its version field is
+// [queen.Version], the version of the module serving it.
 func (h *handler) health(w http.ResponseWriter, r *http.Request) {
 	err := h.b.Ping(r.Context())
 	status, db, code := "healthy", "connected", http.StatusOK
@@ -26,7 +24,7 @@ func (h *handler) health(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, code, map[string]any{
-		"status": status, "database": db, "server": "queen (Go, Badger)", "worker_id": 0, "version": version,
+		"status": status, "database": db, "server": "queen (Go, Badger)", "worker_id": 0, "version": queen.Version,
 		"shared_state": map[string]bool{"enabled": false},
 		"queen":        map[string]any{"worker_id": 0, "status": "active"},
 	})

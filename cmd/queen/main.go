@@ -19,6 +19,27 @@
 //	-retention-interval RETENTION_INTERVAL         ms between retention runs (default 10000)
 //	-eviction-interval  EVICTION_INTERVAL          ms between max-wait eviction runs (default 10000)
 //	                    QUEEN_ENCRYPTION_KEY       64 hex characters: the AES-256 key for encrypted queues
+//	-token              QUEEN_TOKEN                bearer token every route but /health requires
+//	                    JWT_SECRET                 accept HS256 JWTs signed with it (see below)
+//	                    JWT_ISSUER, JWT_AUDIENCE   when set, the iss and aud a JWT must carry
+//	                    JWT_CLOCK_SKEW             leeway in seconds on exp and nbf (default 30)
+//	-version                                       print "queen <version>" and exit
+//
+// # Access control
+//
+// With QUEEN_TOKEN, every request but GET /health (/metrics included) and
+// CORS preflights must carry
+// "Authorization: Bearer <token>" (compared in constant time) or is
+// answered 401. With JWT_SECRET, a request may instead carry an HS256 JWT
+// signed with it, whose claim role (a string) or roles (an array) names
+// one of Queen's roles: read-only, read-write or admin, each allowing the
+// routes of Queen's levels up to its own (a read-only token that pushes
+// gets 403). exp and nbf are checked against the system clock; any
+// algorithm but HS256, "none" included, is refused. JWT_ENABLED=true
+// without JWT_SECRET, or a JWT_ALGORITHM other than HS256, is refused at
+// start: other key types are not supported. With neither variable set
+// every route is open, and the server warns when it listens on an address
+// other than loopback.
 //
 // Retention, completed retention and max-wait eviction run together in one
 // maintenance round, so the broker has one period for them: the retention
@@ -57,11 +78,14 @@ func main() {
 		<-ctx.Done()
 		stop() // a second signal gets the default behaviour: exit now
 	}()
-	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stderr))
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
 }
 
 // config is the server's settings.
 type config struct {
+	// version asks for the version to be printed instead of serving.
+	version bool
+
 	host            string
 	port            int
 	dataDir         string
@@ -76,6 +100,16 @@ type config struct {
 	// maintenance is the period of retention and eviction; 0 leaves the
 	// broker's default.
 	maintenance time.Duration
+
+	// token is the shared bearer token every route but /health needs;
+	// empty for none.
+	token string
+	// jwtSecret is the HS256 key of the JWTs accepted; nil for none.
+	jwtSecret []byte
+	// jwtIssuer and jwtAudience, when set, must match iss and aud.
+	jwtIssuer, jwtAudience string
+	// jwtSkew is the leeway on exp and nbf.
+	jwtSkew time.Duration
 }
 
 // parseConfig reads flags over environment variables over defaults.
@@ -100,17 +134,25 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	shutdown := fs.String("shutdown-timeout", env("QUEEN_SHUTDOWN_TIMEOUT", "30s"), "how long shutdown waits for running requests (env QUEEN_SHUTDOWN_TIMEOUT)")
 	retention := fs.String("retention-interval", env("RETENTION_INTERVAL", ""), "ms between retention runs; with -eviction-interval the smaller wins (default 10000) (env RETENTION_INTERVAL)")
 	eviction := fs.String("eviction-interval", env("EVICTION_INTERVAL", ""), "ms between max-wait eviction runs; with -retention-interval the smaller wins (default 10000) (env EVICTION_INTERVAL)")
+	token := fs.String("token", env("QUEEN_TOKEN", ""), "bearer token every route but /health requires (env QUEEN_TOKEN)")
+	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintln(out, "Usage: queen [flags]\n\nRuns the queen broker with Queen's REST API. Flags win over environment variables.\nQUEEN_ENCRYPTION_KEY (64 hex characters) sets the key for encrypted queues.\n\nFlags:")
+		fmt.Fprintln(out, "Usage: queen [flags]\n\nRuns the queen broker with Queen's REST API. Flags win over environment variables.\n"+
+			"QUEEN_ENCRYPTION_KEY (64 hex characters) sets the key for encrypted queues.\n"+
+			"JWT_SECRET turns on Queen's HS256 JWTs (role or roles claim: read-only, read-write, admin);\n"+
+			"JWT_ISSUER, JWT_AUDIENCE and JWT_CLOCK_SKEW (seconds, default 30) refine the checks.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
+	if *version {
+		return &config{version: true}, nil
+	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	c := &config{host: *host, dataDir: *dataDir}
+	c := &config{host: *host, dataDir: *dataDir, token: *token}
 	var err error
 	if c.port, err = strconv.Atoi(*port); err != nil || c.port < 0 || c.port > 65535 {
 		return nil, fmt.Errorf("port must be a number from 0 to 65535, not %q", *port)
@@ -163,6 +205,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 			c.maintenance = d
 		}
 	}
+	if err := c.parseJWT(env); err != nil {
+		return nil, err
+	}
 	if k := strings.TrimSpace(getenv("QUEEN_ENCRYPTION_KEY")); k != "" {
 		key, err := hex.DecodeString(k)
 		if err != nil || len(key) != 32 {
@@ -171,6 +216,31 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 		c.encryptionKey = key
 	}
 	return c, nil
+}
+
+// parseJWT reads Queen's JWT settings. Only HS256 with JWT_SECRET is
+// served; settings asking for anything else are refused rather than
+// ignored, so that a server meant to check tokens never runs open.
+func (c *config) parseJWT(env func(name, def string) string) error {
+	if s := env("JWT_SECRET", ""); s != "" {
+		c.jwtSecret = []byte(s)
+	}
+	if enabled := strings.ToLower(env("JWT_ENABLED", "")); (enabled == "true" || enabled == "1") && c.jwtSecret == nil {
+		return errNoSecret
+	}
+	switch alg := env("JWT_ALGORITHM", ""); alg {
+	case "", "HS256", "auto":
+	default:
+		return fmt.Errorf("JWT_ALGORITHM %q is not supported: this server verifies HS256 tokens only", alg)
+	}
+	c.jwtIssuer, c.jwtAudience = env("JWT_ISSUER", ""), env("JWT_AUDIENCE", "")
+	skew := env("JWT_CLOCK_SKEW", "30")
+	secs, err := strconv.Atoi(skew)
+	if err != nil || secs < 0 || secs > 86400 {
+		return fmt.Errorf("JWT_CLOCK_SKEW must be a number of seconds from 0 to 86400, not %q", skew)
+	}
+	c.jwtSkew = time.Duration(secs) * time.Second
+	return nil
 }
 
 // brokerOptions are the broker's options for c.
@@ -182,7 +252,9 @@ func (c *config) brokerOptions(logger *slog.Logger) *queen.Options {
 }
 
 // run serves until ctx ends, then shuts down; it returns the exit code.
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
+// -version prints "queen <version>" on stdout; everything else goes to
+// stderr.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	cfg, err := parseConfig(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -190,6 +262,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		fmt.Fprintln(stderr, "queen:", err)
 		return 2
+	}
+	if cfg.version {
+		fmt.Fprintf(stdout, "queen %s\n", queen.Version)
+		return 0
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
 
@@ -207,11 +283,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 
 	stopPolls := make(chan struct{})
+	auth := newAuthorizer(cfg, time.Now)
+	hopts := &httpapi.Options{
+		Logger: logger, Shutdown: stopPolls, MaxBodyBytes: cfg.maxBody,
+		DefaultTimeout: cfg.defaultTimeout, DefaultBatch: cfg.defaultBatch,
+	}
+	if auth != nil {
+		hopts.Authorize = auth.authorize
+	}
 	srv := &http.Server{
-		Handler: httpapi.New(b, &httpapi.Options{
-			Logger: logger, Shutdown: stopPolls, MaxBodyBytes: cfg.maxBody,
-			DefaultTimeout: cfg.defaultTimeout, DefaultBatch: cfg.defaultBatch,
-		}),
+		Handler:           httpapi.New(b, hopts),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      2 * time.Minute, // above the 60 s long-poll limit
@@ -229,7 +310,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		maintenance = opts.MaintenanceInterval.String()
 	}
 	logger.Info("queen: listening", "addr", ln.Addr().String(), "data", cfg.dataDir, "durability", durability,
-		"subscriptionMode", string(cfg.subscription), "encryption", cfg.encryptionKey != nil, "maintenanceInterval", maintenance)
+		"subscriptionMode", string(cfg.subscription), "encryption", cfg.encryptionKey != nil, "maintenanceInterval", maintenance,
+		"auth", auth.mode())
+	if auth == nil && exposed(ln.Addr()) {
+		logger.Warn("queen: listening on a non-loopback address with no QUEEN_TOKEN or JWT_SECRET: anyone who can reach it can read, change and delete every queue",
+			"addr", ln.Addr().String())
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 

@@ -33,7 +33,7 @@ func TestParseConfig(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, &config{host: "0.0.0.0", port: 6632, dataDir: "./queen-data", durability: queen.SyncEveryCommit,
 			subscription: queen.SubscriptionModeNew, defaultTimeout: 30 * time.Second, defaultBatch: 1, maxBody: 16 << 20,
-			shutdownTimeout: 30 * time.Second}, c)
+			shutdownTimeout: 30 * time.Second, jwtSkew: 30 * time.Second}, c)
 	})
 
 	t.Run("environment, and flags over it", func(t *testing.T) {
@@ -120,16 +120,28 @@ func TestParseConfig(t *testing.T) {
 func TestRun_Exits(t *testing.T) {
 	t.Parallel()
 	var out strings.Builder
-	require.Equal(t, 2, run(context.Background(), []string{"-port", "x"}, envOf(nil), &out))
+	require.Equal(t, 2, run(context.Background(), []string{"-port", "x"}, envOf(nil), io.Discard, &out))
 	require.Contains(t, out.String(), "queen: port must be a number")
-	require.Equal(t, 0, run(context.Background(), []string{"-h"}, envOf(nil), io.Discard))
+	require.Equal(t, 0, run(context.Background(), []string{"-h"}, envOf(nil), io.Discard, io.Discard))
 
 	// A data directory that cannot be opened: a file in the way.
 	file := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(file, []byte("x"), 0o600))
 	out.Reset()
-	require.Equal(t, 1, run(context.Background(), []string{"-data", filepath.Join(file, "sub"), "-port", "0"}, envOf(nil), &out))
+	require.Equal(t, 1, run(context.Background(), []string{"-data", filepath.Join(file, "sub"), "-port", "0"}, envOf(nil), io.Discard, &out))
 	require.Contains(t, out.String(), "cannot open the data directory")
+}
+
+func TestRun_Version(t *testing.T) {
+	t.Parallel()
+	data := filepath.Join(t.TempDir(), "data")
+	var stdout, stderr strings.Builder
+	// Settings are not checked, nothing is opened or listened on.
+	code := run(context.Background(), []string{"-version", "-data", data}, envOf(map[string]string{"PORT": "nope"}), &stdout, &stderr)
+	require.Equal(t, 0, code)
+	require.Equal(t, "queen "+queen.Version+"\n", stdout.String())
+	require.Empty(t, stderr.String())
+	require.NoDirExists(t, data)
 }
 
 // lockedBuffer collects the child's log for the test to read.
@@ -163,6 +175,10 @@ func TestEndToEnd(t *testing.T) {
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Stderr = os.Stderr
 	require.NoError(t, build.Run())
+
+	version, err := exec.Command(bin, "-version").Output()
+	require.NoError(t, err)
+	require.Equal(t, "queen "+queen.Version+"\n", string(version))
 
 	data := filepath.Join(dir, "data")
 	cmd := exec.Command(bin, "-host", "127.0.0.1")
