@@ -13,6 +13,6 @@ package queen
 // the newest message, with the cursor to move up to it.
 func conflatedRange(c *cursor) (from, end, skipTo int64) {
 	end = c.p.next
-	from = end - 1
+	from = c.p.lastStoredBefore(end) // the newest may have been deleted
 	return from, end, from
 }

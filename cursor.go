@@ -240,12 +240,16 @@ func (b *Broker) check(c *cursor, now int64) {
 }
 
 // servable reports whether c, which holds no lease, has messages it may be
-// given now; when only time stands in the way it schedules a check.
+// given now; when only time stands in the way it schedules a check. It
+// moves c past retention and over deleted offsets first (in memory; the
+// stored cursor catches up at its next save), so a claim starts on a
+// stored message.
 func (b *Broker) servable(c *cursor, now int64) bool {
 	p := c.p
 	if c.offset < p.first {
 		c.offset = p.first
 	}
+	c.offset = p.skipHoles(c.offset)
 	if c.offset >= p.next {
 		return false
 	}
@@ -292,6 +296,50 @@ func (b *Broker) messagesArrived(p *partition) {
 	for _, g := range p.q.slots {
 		if g != nil {
 			b.check(b.cursorFor(g, p), now)
+		}
+	}
+}
+
+// earlyPop names a named group that popped a queue before it existed.
+type earlyPop struct{ queue, group string }
+
+// maxEarlyPops bounds how many early pops a broker remembers (pops of
+// unknown queues come from outside; they must not grow memory without
+// end). Beyond it, such a group starts at its first pop that finds the
+// queue.
+const maxEarlyPops = 10000
+
+// notePopBeforeQueue remembers, in memory, that group popped queue while
+// it did not exist: if the queue is created, the group's first pop there
+// starts it at the queue's first message (see join). Under b.mu.
+func (b *Broker) notePopBeforeQueue(queue, group string, now int64) {
+	k := earlyPop{queue, group}
+	if _, ok := b.early[k]; ok || len(b.early) >= maxEarlyPops {
+		return
+	}
+	if b.early == nil {
+		b.early = make(map[earlyPop]int64)
+	}
+	b.early[k] = now
+}
+
+// takePopBeforeQueue returns and forgets when group first popped queue
+// before it existed. Under b.mu.
+func (b *Broker) takePopBeforeQueue(queue, group string) (int64, bool) {
+	k := earlyPop{queue, group}
+	at, ok := b.early[k]
+	if ok {
+		delete(b.early, k)
+	}
+	return at, ok
+}
+
+// forgetEarlyPops drops what is remembered of group's pops before its
+// queues existed (of queue only, unless queue is ""). Under b.mu.
+func (b *Broker) forgetEarlyPops(group, queue string) {
+	for k := range b.early {
+		if k.group == group && (queue == "" || k.queue == queue) {
+			delete(b.early, k)
 		}
 	}
 }

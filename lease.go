@@ -164,15 +164,26 @@ func (r *PopRequest) normalize() error {
 	return nil
 }
 
-// claim is one partition taken by a pop.
+// claim is one partition taken by a pop. The fields up to end are set
+// under b.mu when the claim is made and only read after; deliver reads
+// storage with them without holding b.mu.
 type claim struct {
 	c        *cursor
+	p        *partition // c.p, read under b.mu (a cursor may be rewritten meanwhile)
 	fl       *inflight
 	from     int64
+	end      int64 // the claim's end when it was made
 	skipTo   int64 // conflation: the cursor moves here, past older messages
+	cut      int64 // where a delayed message cut the read short; -1 if none
+	visible  int64 // µs; when that message becomes visible
 	msgs     []record.Message
 	offs     []int64
 	attempts []int32
+}
+
+// popState is what one Pop remembers between its attempts.
+type popState struct {
+	seen *queue // the queue an earlier attempt found, if any
 }
 
 // Pop leases messages for a consumer group. With nothing to deliver it
@@ -193,8 +204,9 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 		defer t.Stop()
 		deadline = t.C
 	}
+	var ps popState
 	for {
-		res, w, wl, err := b.tryPop(ctx, &req)
+		res, w, wl, err := b.tryPop(ctx, &req, &ps)
 		if err != nil {
 			return nil, err
 		}
@@ -227,8 +239,26 @@ func groupName(g string) string {
 }
 
 // tryPop makes one attempt. It returns a result, or (with req.Wait) a
-// registered waiter to wait on before the next attempt.
-func (b *Broker) tryPop(ctx context.Context, req *PopRequest) (*PopResult, *waiter, *waitList, error) {
+// registered waiter to wait on before the next attempt. When what it
+// claimed held nothing to deliver it looks again at once: each such round
+// moved a cursor past deleted offsets or set a time before which a
+// partition is not served, so the rounds end (in a claim, a parked wait or
+// an empty result), and none of them recurses.
+func (b *Broker) tryPop(ctx context.Context, req *PopRequest, ps *popState) (*PopResult, *waiter, *waitList, error) {
+	for {
+		res, w, wl, err := b.popOnce(ctx, req, ps)
+		if err != nil || res != nil || w != nil {
+			return res, w, wl, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+}
+
+// popOnce is one round of tryPop; it returns nothing at all when the
+// round should be made again.
+func (b *Broker) popOnce(ctx context.Context, req *PopRequest, ps *popState) (*PopResult, *waiter, *waitList, error) {
 	conflating := false
 	empty := func() *PopResult { // built only when returned
 		return &PopResult{Queue: req.Queue, ConsumerGroup: groupName(req.Group), Conflating: conflating, Messages: []*Message{}}
@@ -242,6 +272,9 @@ func (b *Broker) tryPop(ctx context.Context, req *PopRequest) (*PopResult, *wait
 	b.timers.fire(now)
 	q := b.queues[req.Queue]
 	if q == nil {
+		if req.Group != "" {
+			b.notePopBeforeQueue(req.Queue, req.Group, now)
+		}
 		if !req.Wait {
 			b.mu.Unlock()
 			return empty(), nil, nil, nil
@@ -251,12 +284,15 @@ func (b *Broker) tryPop(ctx context.Context, req *PopRequest) (*PopResult, *wait
 		b.mu.Unlock()
 		return nil, w, wl, nil
 	}
-	g, ops, err := b.join(q, req, now)
+	recreated := ps.seen != nil && ps.seen != q // deleted and created again while this pop waited
+	ps.seen = q
+	g, ops, err := b.join(q, req, now, recreated)
 	if err != nil {
 		b.mu.Unlock()
 		return nil, nil, nil, err
 	}
 	conflating = g.conflation
+	delay := q.cfg.DelayedProcessing.Microseconds()
 	var p *partition
 	var claims []claim
 	var l *lease
@@ -303,20 +339,17 @@ func (b *Broker) tryPop(ctx context.Context, req *PopRequest) (*PopResult, *wait
 	}
 	b.mu.Unlock()
 
-	res, err := b.deliver(ctx, g, l, claims, req, now)
+	res, err := b.deliver(ctx, g, l, claims, req, now, delay)
 	if err == nil && joined != nil {
 		err = waitCtx(ctx, joined)
 	}
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if len(res.Messages) == 0 && req.Wait {
-		// Everything claimed turned out not deliverable yet (delayed
-		// messages, retention): look again.
-		return b.tryPop(ctx, req)
-	}
 	if len(res.Messages) == 0 {
-		res = empty()
+		// Everything claimed turned out not deliverable yet (delayed
+		// messages, messages deleted meanwhile): look again.
+		return nil, nil, nil, nil
 	}
 	return res, nil, nil, nil
 }
@@ -324,7 +357,12 @@ func (b *Broker) tryPop(ctx context.Context, req *PopRequest) (*PopResult, *wait
 // join returns the group a pop reads through, creating it at its first pop
 // with its start point in every partition. Under b.mu; ops persist a new
 // group and must be written before the pop returns.
-func (b *Broker) join(q *queue, req *PopRequest, now int64) (*group, []op, error) {
+//
+// A named group whose first pop came before the queue existed (an earlier
+// pop found no queue, or the queue was deleted and created again while
+// this pop waited) starts at the queue's first message even in mode
+// "new": everything the queue holds was pushed after that pop.
+func (b *Broker) join(q *queue, req *PopRequest, now int64, recreated bool) (*group, []op, error) {
 	name := groupName(req.Group)
 	if g := q.groups[name]; g != nil {
 		if g.conflation && req.AutoAck {
@@ -333,6 +371,14 @@ func (b *Broker) join(q *queue, req *PopRequest, now int64) (*group, []op, error
 		return g, nil, nil
 	}
 	g := &group{q: q, name: name, joinedAt: now, conflation: req.Conflation}
+	early := false
+	if req.Group != "" {
+		if at, ok := b.takePopBeforeQueue(q.name, name); ok {
+			early, g.joinedAt = true, min(at, q.createdAt)
+		} else if recreated {
+			early, g.joinedAt = true, min(now, q.createdAt)
+		}
+	}
 	switch {
 	case req.Group == "":
 		g.mode = SubscriptionModeAll
@@ -343,13 +389,14 @@ func (b *Broker) join(q *queue, req *PopRequest, now int64) (*group, []op, error
 	default:
 		g.mode = b.opts.DefaultSubscriptionMode
 	}
-	ops := b.addGroup(q, g)
+	ops := b.addGroup(q, g, early)
 	return g, ops, nil
 }
 
 // addGroup installs g on q, placing a cursor in every partition, and
-// returns the writes that make its start point durable.
-func (b *Broker) addGroup(q *queue, g *group) []op {
+// returns the writes that make its start point durable. An early group in
+// mode "new" starts at every partition's first message.
+func (b *Broker) addGroup(q *queue, g *group, early bool) []op {
 	g.slot = len(q.slots)
 	for i, s := range q.slots {
 		if s == nil {
@@ -372,7 +419,9 @@ func (b *Broker) addGroup(q *queue, g *group) []op {
 		c := &cursor{p: p, g: g, offset: p.first}
 		switch g.mode {
 		case SubscriptionModeNew:
-			c.offset = p.next
+			if !early {
+				c.offset = p.next
+			}
 		case modeFrom:
 			c.offset = b.firstOffsetAtOrAfter(p, g.from)
 		}
@@ -408,13 +457,17 @@ func (b *Broker) claim(g *group, p *partition, req *PopRequest, now int64) ([]cl
 		l = &lease{id: uuid.NewV7At(b.clock.Now()).String(), g: g, expires: now + d.Microseconds()}
 	}
 	var claims []claim
+	// c is servable: its offset is on a stored message.
 	take := func(c *cursor) {
-		from, end := c.offset, min(c.p.next, c.offset+budget)
-		cl := claim{c: c, from: from, skipTo: -1}
+		p := c.p
+		from := c.offset
+		end, n := p.span(from, budget) // over deleted offsets
+		cl := claim{c: c, p: p, from: from, skipTo: -1, cut: -1}
 		if g.conflation {
 			from, end, cl.skipTo = conflatedRange(c)
-			cl.from = from
+			cl.from, n = from, 1
 		}
+		cl.end = end
 		cl.fl = &inflight{lease: l, end: end}
 		c.fl = cl.fl
 		g.removeReady(c)
@@ -422,7 +475,7 @@ func (b *Broker) claim(g *group, p *partition, req *PopRequest, now int64) ([]cl
 			l.cursors = append(l.cursors, c)
 		}
 		claims = append(claims, cl)
-		budget -= end - from
+		budget -= n
 	}
 	if p != nil {
 		c := b.cursorFor(g, p)
@@ -452,17 +505,17 @@ func (b *Broker) claim(g *group, p *partition, req *PopRequest, now int64) ([]cl
 }
 
 // deliver reads the claimed messages and turns the claims into a result.
-func (b *Broker) deliver(ctx context.Context, g *group, l *lease, claims []claim, req *PopRequest, now int64) (*PopResult, error) {
-	delay := g.q.cfg.DelayedProcessing.Microseconds()
+// delay is the queue's DelayedProcessing, µs, read under b.mu. Reading
+// storage happens without b.mu, so it touches only the claims; what the
+// read found is applied to the cursors under b.mu, for the claims still
+// theirs.
+func (b *Broker) deliver(ctx context.Context, g *group, l *lease, claims []claim, req *PopRequest, now, delay int64) (*PopResult, error) {
 	var readErr error
 	for i := range claims {
 		cl := &claims[i]
-		p := cl.c.p
-		visibleAt := int64(0)
-		err := b.readRange(p.pid, cl.from, cl.fl.end, int(cl.fl.end-cl.from), func(off int64, m *record.Message) bool {
+		err := b.readRange(cl.p.pid, cl.from, cl.end, int(cl.end-cl.from), func(off int64, m *record.Message) bool {
 			if delay > 0 && m.CreatedAt+delay > now {
-				visibleAt = m.CreatedAt + delay
-				cl.fl.end = off // shrink the claim to what is visible
+				cl.cut, cl.visible = off, m.CreatedAt+delay // the claim shrinks to what is visible
 				return false
 			}
 			cl.msgs = append(cl.msgs, *m)
@@ -471,9 +524,6 @@ func (b *Broker) deliver(ctx context.Context, g *group, l *lease, claims []claim
 		})
 		if err != nil {
 			readErr = err
-		}
-		if visibleAt != 0 {
-			cl.c.notBefore = max(cl.c.notBefore, visibleAt)
 		}
 	}
 
@@ -486,7 +536,17 @@ func (b *Broker) deliver(ctx context.Context, g *group, l *lease, claims []claim
 			cl.msgs = nil
 			continue
 		}
+		if cl.cut >= 0 {
+			cl.fl.end = cl.cut
+			c.notBefore = max(c.notBefore, cl.visible)
+		}
 		if readErr != nil || len(cl.msgs) == 0 {
+			if readErr == nil && cl.fl.end > c.offset {
+				// Nothing stored before the end: deleted after the claim
+				// was made. The cursor steps over those offsets.
+				c.offset = cl.fl.end
+				ops = append(ops, c.saveOp())
+			}
 			cl.msgs = nil
 			b.release(c)
 			b.check(c, now)
@@ -512,7 +572,10 @@ func (b *Broker) deliver(ctx context.Context, g *group, l *lease, claims []claim
 			b.repend(c.p)
 			c.consumed += int64(len(cl.offs))
 			c.lastAckAt = now
-			c.fl, c.att = nil, nil
+			c.fl = nil
+			if c.att.end <= c.offset {
+				c.att = nil // no count above the cursor to keep
+			}
 			ops = append(ops, c.saveOp())
 			b.check(c, now)
 		} else {
@@ -553,7 +616,7 @@ func (b *Broker) deliver(ctx context.Context, g *group, l *lease, claims []claim
 		if len(cl.msgs) == 0 {
 			continue
 		}
-		p := cl.c.p
+		p := cl.p
 		pidStr := p.uuid()
 		if res.Partition == "" {
 			res.Partition, res.PartitionID = p.name, pidStr
@@ -738,7 +801,7 @@ func (b *Broker) discoveryPop(ctx context.Context, req PopRequest) (*PopResult, 
 	for _, c := range cands {
 		r := req
 		r.Queue = c.name
-		res, _, _, err := b.tryPop(ctx, &r)
+		res, _, _, err := b.tryPop(ctx, &r, &popState{})
 		if err != nil {
 			return nil, err
 		}

@@ -102,7 +102,9 @@ func (b *Broker) loadPartitions(txn *badger.Txn, dead map[uint64]bool) error {
 			return nil
 		}
 		p := &partition{q: q, pid: pid, name: m.Name, created: uint32(m.CreatedAt / 1e6), first: m.First, next: max(m.First, m.Next), persisted: true}
-		p.setHoles(m.Holes)
+		if err := b.loadHoles(txn, p, &m); err != nil {
+			return err
+		}
 		b.parts[pid] = p
 		q.parts[m.Name] = p
 		return nil

@@ -174,11 +174,11 @@ func (b *Broker) retain(ctx context.Context, p *partition, cutoff int64, kind re
 		for i, off := range offs {
 			ops = append(ops, op{key: keys.MessageKey(p.pid, off), del: true}, op{key: keys.TxIDKey(p.pid, txids[i]), del: true})
 		}
-		p.setHoles(p.holes() - (last + 1 - from - int64(len(offs)))) // deleted ones passed over
+		p.trimHoles(last + 1) // deleted ones passed over
 		p.first = last + 1
-		b.repend(p)
 		p.count -= int64(len(offs))
 		p.q.count -= int64(len(offs))
+		b.repend(p)
 		ops = append(ops, op{key: keys.PartitionKey(p.pid), val: p.meta()})
 		done := b.w.submit(ops)
 		b.mu.Unlock()

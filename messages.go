@@ -451,7 +451,9 @@ func (b *Broker) GetMessage(ctx context.Context, partitionID, transactionID stri
 
 // DeleteMessage deletes one message with its dead letters, parked entries
 // and traces. A group that had it leased can still ack it; otherwise it is
-// never delivered again. An unknown message is [ErrNotFound].
+// never delivered again: cursors step over its offset, which stays
+// assigned (offsets are never reused) but holds nothing, and it no longer
+// counts in lag or pending. An unknown message is [ErrNotFound].
 func (b *Broker) DeleteMessage(ctx context.Context, partitionID, transactionID string) error {
 	b.delMu.Lock()
 	defer b.delMu.Unlock()
@@ -501,13 +503,13 @@ func (b *Broker) DeleteMessage(ctx context.Context, partitionID, transactionID s
 		b.mu.Unlock()
 		return err
 	}
-	if p.deleted || off < p.first {
+	if p.deleted || off < p.first || !p.addHole(off) { // gone meanwhile
 		b.mu.Unlock()
 		return ErrNotFound
 	}
 	p.count--
 	p.q.count--
-	p.setHoles(p.holes() + 1)
+	b.repend(p)
 	ops = append(ops, op{key: keys.PartitionKey(p.pid), val: p.meta()})
 	p.q.dlqCount -= int64(nDead)
 	p.q.parkedCount -= int64(nParked)

@@ -39,36 +39,23 @@ type partition struct {
 // createdAt is the partition's creation time, µs, to the second.
 func (p *partition) createdAt() int64 { return int64(p.created) * 1e6 }
 
-// holes counts messages deleted one by one in [first, next); rare, so
-// kept by the queue for the partitions that have any.
-func (p *partition) holes() int64 { return p.q.holes[p] }
-
-func (p *partition) setHoles(n int64) {
-	if n <= 0 {
-		delete(p.q.holes, p)
-		return
-	}
-	if p.q.holes == nil {
-		p.q.holes = make(map[*partition]int64)
-	}
-	p.q.holes[p] = n
-}
-
 // partitionMeta is the stored form of a partition.
 type partitionMeta struct {
 	Queue     string `json:"q"`
 	Name      string `json:"n"`
 	CreatedAt int64  `json:"c"` // µs
 	First     int64  `json:"f"`
-	// Next and Holes are written when messages are deleted: the offset
-	// high-water mark (offsets are never reused, even when the newest
-	// message was deleted) and the messages deleted one by one.
-	Next  int64 `json:"x,omitempty"`
-	Holes int64 `json:"h,omitempty"`
+	// Next, Holes and HoleRuns are written when messages are deleted: the
+	// offset high-water mark (offsets are never reused, even when the
+	// newest message was deleted), how many were deleted one by one, and
+	// where, as [from, end) pairs (see holeSet).
+	Next     int64   `json:"x,omitempty"`
+	Holes    int64   `json:"h,omitempty"`
+	HoleRuns []int64 `json:"hr,omitempty"`
 }
 
 func (p *partition) meta() []byte {
-	b, _ := json.Marshal(partitionMeta{Queue: p.q.name, Name: p.name, CreatedAt: p.createdAt(), First: p.first, Next: p.next, Holes: p.holes()})
+	b, _ := json.Marshal(partitionMeta{Queue: p.q.name, Name: p.name, CreatedAt: p.createdAt(), First: p.first, Next: p.next, Holes: p.holes(), HoleRuns: p.holeRunsMeta()})
 	return b
 }
 

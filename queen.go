@@ -193,6 +193,7 @@ type Broker struct {
 	leases    map[string]*lease
 	expired   expiredLeases        // recently expired lease ids, for RenewLease
 	queueWait map[string]*waitList // pops waiting for a queue to be created
+	early     map[earlyPop]int64   // see notePopBeforeQueue
 	closed    bool
 	failed    error // a storage failure that left memory and disk apart
 

@@ -138,11 +138,11 @@ type queue struct {
 	cfg         QueueConfig
 	parts       map[string]*partition
 	groups      map[string]*group
-	slots       []*group             // group by cursor slot; nil where a group was deleted
-	count       int64                // retained messages
-	pending     int64                // sum of the partitions' pend: what MaxSize bounds
-	reserved    int64                // MaxSize room held by transactions on their way to the writer
-	holes       map[*partition]int64 // see partition.holes
+	slots       []*group                // group by cursor slot; nil where a group was deleted
+	count       int64                   // retained messages
+	pending     int64                   // sum of the partitions' pend: what MaxSize bounds
+	reserved    int64                   // MaxSize room held by transactions on their way to the writer
+	holes       map[*partition]*holeSet // see holeSet
 	dlqCount    int64
 	parkedCount int64
 	persisted   bool // metadata is on disk

@@ -13,8 +13,8 @@ import (
 // CursorStats is one group's position in one partition.
 type CursorStats struct {
 	Group          string
-	Offset         int64 // next offset to deliver
-	Lag            int64 // retained messages at or after Offset
+	Offset         int64 // next offset to deliver (past retention and deleted messages)
+	Lag            int64 // stored messages at or after Offset (deleted ones do not count)
 	InFlight       int   // messages leased and not yet settled
 	LeaseID        string
 	LeaseExpiresAt time.Time
@@ -28,7 +28,7 @@ type PartitionStats struct {
 	Name        string
 	ID          string
 	CreatedAt   time.Time
-	Messages    int64 // retained messages
+	Messages    int64 // stored messages (neither retention nor DeleteMessage removed them)
 	FirstOffset int64 // lowest retained offset
 	NextOffset  int64 // offset the next push gets
 	LastPushAt  time.Time
@@ -38,10 +38,13 @@ type PartitionStats struct {
 // QueueStats describes a queue and its partitions.
 type QueueStats struct {
 	QueueInfo
-	Partitions  []PartitionStats // by name; nil from [Broker.ListQueues]
-	PartitionN  int
-	Messages    int64 // retained messages
-	Pending     int64 // messages the slowest group has not settled (all, with no group)
+	Partitions []PartitionStats // by name; nil from [Broker.ListQueues]
+	PartitionN int
+	Messages   int64 // stored messages
+	// Pending counts, per partition, the stored messages the slowest group
+	// has not settled (all of them, with no group); never more than
+	// Messages.
+	Pending     int64
 	InFlight    int64 // messages under live leases, over all groups
 	DeadLetters int64
 	Parked      int64
@@ -76,8 +79,8 @@ func microsTime(us int64) time.Time {
 }
 
 func (b *Broker) cursorStats(c *cursor, now int64) CursorStats {
-	cs := CursorStats{Group: c.g.name, Offset: max(c.offset, c.p.first), Retries: int(c.retries), Consumed: c.consumed, LastAckAt: microsTime(c.lastAckAt)}
-	cs.Lag = max(0, c.p.next-cs.Offset)
+	cs := CursorStats{Group: c.g.name, Offset: c.p.skipHoles(max(c.offset, c.p.first)), Retries: int(c.retries), Consumed: c.consumed, LastAckAt: microsTime(c.lastAckAt)}
+	cs.Lag = c.p.storedFrom(cs.Offset)
 	if c.fl != nil && c.fl.lease != nil && c.fl.lease.expires > now {
 		for _, f := range c.fl.msgs {
 			if !f.settled {
@@ -96,7 +99,7 @@ func (b *Broker) queueStats(q *queue, withParts bool, now int64) QueueStats {
 	}
 	sort.Strings(qs.Groups)
 	for _, p := range q.parts {
-		pending := p.next - p.first
+		pending := p.count
 		if len(q.groups) > 0 {
 			pending = 0
 		}

@@ -459,11 +459,11 @@ func (b *Broker) repend(p *partition) {
 	switch {
 	case p.deleted:
 	case len(p.q.groups) == 0:
-		n = p.next - p.first
+		n = p.count
 	default:
 		for _, c := range p.cursors {
 			if c != nil {
-				n = max(n, p.next-max(c.offset, p.first))
+				n = max(n, p.storedFrom(max(c.offset, p.first))) // deleted messages do not count
 			}
 		}
 	}
