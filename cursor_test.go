@@ -311,3 +311,103 @@ func TestCursor_DeleteGroupAndSubscription(t *testing.T) {
 	require.Equal(t, 1, rows)
 	require.Len(t, pop(t, b, queen.PopRequest{Queue: "q", Group: "late", Batch: 10}).Messages, 4)
 }
+
+// A named group that first pops before its queue exists starts at the
+// queue's first message: everything the queue holds was pushed after that
+// pop, and mode "new" promises exactly those.
+func TestCursor_GroupThatPoppedBeforeTheQueueExistedMissesNothing(t *testing.T) {
+	t.Parallel()
+	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "later", Group: "g"}).Messages)
+		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "later", Group: "all", SubscriptionMode: queen.SubscriptionModeAll}).Messages)
+		pushOne(t, b, "later", "", "m1", `1`)
+		pushOne(t, b, "later", "p2", "m2", `2`)
+		res := pop(t, b, queen.PopRequest{Queue: "later", Group: "g", Batch: 10, Partitions: 2})
+		require.ElementsMatch(t, []string{"m1", "m2"}, txids(res.Messages))
+		require.Len(t, pop(t, b, queen.PopRequest{Queue: "later", Group: "all", Batch: 10, Partitions: 2}).Messages, 2)
+		// A group whose first pop finds the queue starts after what is there.
+		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "later", Group: "fresh"}).Messages)
+		gs, err := b.ListGroups(bg, "g")
+		require.NoError(t, err)
+		require.Equal(t, queen.SubscriptionModeNew, gs[0].Mode)
+
+		// Forgetting the group forgets its early pop too.
+		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "later2", Group: "h"}).Messages)
+		_, err = b.DeleteGroup(bg, "h", "", true)
+		require.NoError(t, err)
+		pushOne(t, b, "later2", "", "n1", `1`)
+		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "later2", Group: "h"}).Messages)
+	})
+}
+
+// SetGroupSubscription keeps the cursor of a partition under a live lease
+// (and of one the group settled messages of), and a restart agrees.
+func TestCursor_SetGroupSubscriptionLiveAndReopenedAgree(t *testing.T) {
+	t.Parallel()
+	clock := queentest.NewClock()
+	dir := t.TempDir()
+	opts := &queen.Options{Clock: clock, Durability: queen.SyncNever}
+	b := queentest.OpenDir(t, dir, opts)
+	pushOne(t, b, "s", "leased", "l0", `0`)
+	pushOne(t, b, "s", "idle", "i0", `0`)
+	clock.Advance(time.Minute)
+	from := clock.Now()
+	pushOne(t, b, "s", "leased", "l1", `1`)
+	pushOne(t, b, "s", "idle", "i1", `1`)
+	res := pop(t, b, queen.PopRequest{Queue: "s", Group: "g", SubscriptionMode: queen.SubscriptionModeAll, Partition: "leased"})
+	require.Equal(t, []string{"l0"}, txids(res.Messages))
+
+	n, err := b.SetGroupSubscription(bg, "g", from)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "only the idle partition moves")
+	offsetsOf := func(b *queen.Broker) map[string]int64 {
+		st, err := b.QueueStats(bg, "s")
+		require.NoError(t, err)
+		out := map[string]int64{}
+		for _, p := range st.Partitions {
+			for _, c := range p.Cursors {
+				out[p.Name] = c.Offset
+			}
+		}
+		return out
+	}
+	live := offsetsOf(b)
+	require.Equal(t, map[string]int64{"leased": 0, "idle": 1}, live)
+	require.NoError(t, b.Close())
+
+	b = queentest.OpenDir(t, dir, opts)
+	require.Equal(t, live, offsetsOf(b), "a restart finds the cursors where they were")
+	res = pop(t, b, queen.PopRequest{Queue: "s", Group: "g", Partition: "leased"})
+	require.Equal(t, []string{"l0"}, txids(res.Messages), "the lease died with the process; its batch comes back")
+}
+
+// An empty group name addresses the queue-mode group in DeleteGroup,
+// SeekGroup and SetGroupSubscription, as it does in pops and acks.
+func TestCursor_EmptyGroupIsQueueMode(t *testing.T) {
+	t.Parallel()
+	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+		pushN(t, b, "qm", "", 3)
+		ackAll(t, b, pop(t, b, queen.PopRequest{Queue: "qm", Batch: 2}).Messages, queen.AckCompleted)
+		named := pop(t, b, queen.PopRequest{Queue: "qm", Group: "named", SubscriptionMode: queen.SubscriptionModeAll, Batch: 2})
+		ackAll(t, b, named.Messages, queen.AckCompleted)
+
+		res, err := b.SeekGroup(bg, "", "qm", queen.SeekOptions{ToEnd: true})
+		require.NoError(t, err)
+		require.Equal(t, 1, res.PartitionsUpdated)
+		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "qm"}).Messages, "queue mode moved to the end")
+
+		n, err := b.DeleteGroup(bg, "", "qm", false)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		require.Len(t, pop(t, b, queen.PopRequest{Queue: "qm", Batch: 10}).Messages, 3, "queue mode back at its start")
+
+		n, err = b.DeleteGroup(bg, queen.QueueModeGroup, "qm", true)
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "the constant names the same group")
+		gs, err := b.ListGroups(bg, "")
+		require.NoError(t, err)
+		require.Len(t, gs, 1)
+		require.Equal(t, "named", gs[0].Group, "named groups are untouched")
+		require.Len(t, pop(t, b, queen.PopRequest{Queue: "qm", Group: "named", Batch: 10}).Messages, 1)
+	})
+}

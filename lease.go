@@ -43,7 +43,8 @@ type PopRequest struct {
 	// Timeout bounds a waiting pop. Defaults to 30 s; capped at 60 s.
 	Timeout time.Duration
 	// Lease is how long the messages stay leased. Defaults to the queue's
-	// LeaseTime (60 s for discovery pops).
+	// LeaseTime (60 s for discovery pops). Below 1 s it is refused (Queen
+	// counts leases in whole seconds); above, it is kept to the microsecond.
 	Lease time.Duration
 	// AutoAck settles the messages as they are handed out: no lease, no ack,
 	// at-most-once.
@@ -133,6 +134,8 @@ func (r *PopRequest) normalize() error {
 		return argErr("PopRequest.Timeout", "must not be negative")
 	case r.Lease < 0:
 		return argErr("PopRequest.Lease", "must not be negative")
+	case r.Lease > 0 && r.Lease < time.Second:
+		return argErr("PopRequest.Lease", "must be at least 1s, not %v", r.Lease)
 	}
 	switch r.SubscriptionMode {
 	case "", SubscriptionModeNew, SubscriptionModeAll:

@@ -18,7 +18,8 @@ import (
 // you need. Durations are truncated to the unit Queen's API uses for them.
 type QueueConfig struct {
 	// LeaseTime is how long a pop leases its messages when the pop does not
-	// say. Zero means 300 s (60 s for a queue created by a push).
+	// say. Zero means 300 s (60 s for a queue created by a push); below 1 s
+	// is refused.
 	LeaseTime time.Duration
 	// RetryLimit is how many failed acks a (partition, group) may spend
 	// before the failing message is dead-lettered. Zero means none.
@@ -101,6 +102,9 @@ func (c *QueueConfig) validate(encryptionKey bool) error {
 		if d.v < 0 {
 			return argErr("QueueConfig."+d.name, "must not be negative")
 		}
+	}
+	if c.LeaseTime > 0 && c.LeaseTime < time.Second {
+		return argErr("QueueConfig.LeaseTime", "must be at least 1s, not %v", c.LeaseTime)
 	}
 	if c.RetryLimit < 0 {
 		return argErr("QueueConfig.RetryLimit", "must not be negative")

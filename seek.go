@@ -29,7 +29,8 @@ type SeekResult struct {
 // of the group on the queue are released: their in-flight batches are
 // abandoned, not acked, and acks for them are refused. An unknown queue is
 // [ErrNotFound]; a group that never popped the queue has no cursors and
-// the seek updates nothing.
+// the seek updates nothing. An empty group (or [QueueModeGroup]) is the
+// queue-mode group, as in [PopRequest.Group].
 func (b *Broker) SeekGroup(ctx context.Context, group, queue string, opts SeekOptions) (*SeekResult, error) {
 	return b.seek(ctx, group, queue, "", opts)
 }

@@ -237,6 +237,10 @@ func (b *Broker) ListGroups(ctx context.Context, group string) ([]GroupStats, er
 // queue is ""), and reports how many partition cursors were removed. With
 // deleteMetadata the group is forgotten: its next pop starts it afresh. Without, its
 // start point is kept and its cursors go back to it.
+//
+// As in [PopRequest.Group], an empty group (or [QueueModeGroup]) is the
+// queue-mode group: DeleteGroup(ctx, "", "", …) resets queue mode on
+// every queue.
 func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMetadata bool) (int, error) {
 	name := groupName(group)
 	b.mu.Lock()
@@ -247,6 +251,9 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 	now := b.now()
 	var ops []op
 	n := 0
+	if deleteMetadata {
+		b.forgetEarlyPops(name, queue)
+	}
 	for _, q := range b.queues {
 		if queue != "" && q.name != queue {
 			continue
@@ -301,8 +308,14 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 }
 
 // SetGroupSubscription moves the start point of group on every queue to
-// from, for the partitions it has not consumed yet, and returns how many
-// cursors moved.
+// from, and returns how many cursors moved. A partition the group has
+// started on keeps its cursor: one it has settled messages of, or one it
+// holds under a live lease (that batch stays out, and its messages are
+// delivered again from the kept cursor if the lease is lost). Every other
+// partition's cursor moves to the first message pushed at or after from,
+// and so do partitions created later. The kept and the moved cursors are
+// stored, so a restart finds them where they are now. An empty group is
+// the queue-mode group, as in [Broker.DeleteGroup].
 func (b *Broker) SetGroupSubscription(ctx context.Context, group string, from time.Time) (int, error) {
 	if from.IsZero() {
 		return 0, argErr("from", "must be set")
@@ -328,7 +341,11 @@ func (b *Broker) SetGroupSubscription(ctx context.Context, group string, from ti
 				continue
 			}
 			c := p.cursors[g.slot]
+			if c.fl != nil && c.fl.lease != nil && c.fl.lease.expires <= now {
+				b.expireLease(c.fl.lease, now)
+			}
 			if c.consumed > 0 || c.fl != nil {
+				ops = append(ops, c.saveOp()) // kept, also across a restart
 				continue
 			}
 			g.removeReady(c)
