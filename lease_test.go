@@ -2,6 +2,7 @@ package queen_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -352,4 +353,128 @@ func TestLease_FakeClockWakesWaitingPop(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("moving the fake clock did not wake the waiting pop")
 	}
+}
+
+// An autoAck pop counts delivery attempts like a leased pop: the rest of a
+// batch that came back keeps its count after the autoAck pop took its
+// head.
+func TestLease_AutoAckKeepsAttemptsOfTheRestOfABatch(t *testing.T) {
+	t.Parallel()
+	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+		for _, autoAck := range []bool{false, true} {
+			q := "leased"
+			if autoAck {
+				q = "auto"
+			}
+			pushN(t, b, q, "", 2)
+			first := pop(t, b, queen.PopRequest{Queue: q, Batch: 2})
+			require.Equal(t, []int{1, 1}, attemptsOf(first.Messages))
+			ack(t, b, ackItems(first.Messages[:1], queen.AckRetry)...)
+			head := pop(t, b, queen.PopRequest{Queue: q, AutoAck: autoAck})
+			require.Equal(t, []int64{0}, offsets(head.Messages))
+			require.Equal(t, []int{2}, attemptsOf(head.Messages))
+			if !autoAck {
+				ackAll(t, b, head.Messages, queen.AckCompleted)
+			}
+			rest := pop(t, b, queen.PopRequest{Queue: q})
+			require.Equal(t, []int64{1}, offsets(rest.Messages))
+			require.Equal(t, []int{2}, attemptsOf(rest.Messages), "autoAck=%v", autoAck)
+		}
+	})
+}
+
+// Pops racing DeleteGroup (which rewrites cursors in place) read nothing
+// of a cursor outside the broker's lock. The race detector sees such a
+// read only when a DeleteGroup lands inside the pop's window, so many of
+// both run at once; run under -race.
+func TestLease_PopsRaceDeleteGroup(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	parts := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	for _, p := range parts {
+		pushN(t, b, "race", p, 20)
+	}
+	ctx, cancel := context.WithTimeout(bg, 20*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	errs := make(chan error, 16)
+	run := func(fn func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := fn(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < 6; i++ {
+		run(func() error {
+			res, err := b.Pop(ctx, queen.PopRequest{Queue: "race", Group: "g", SubscriptionMode: queen.SubscriptionModeAll, Batch: 20, Partitions: 4})
+			if err == nil && len(res.Messages) > 0 {
+				_, err = b.AckBatch(ctx, ackItems(res.Messages, queen.AckCompleted))
+			}
+			return err
+		})
+	}
+	for i := 0; i < 2; i++ {
+		run(func() error {
+			_, err := b.DeleteGroup(ctx, "g", "race", false)
+			return err
+		})
+	}
+	for i := 0; i < 2000; i++ {
+		_, err := b.DeleteGroup(ctx, "g", "race", false)
+		require.NoError(t, err)
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	st, err := b.QueueStats(bg, "race")
+	require.NoError(t, err)
+	require.LessOrEqual(t, st.Pending, st.Messages)
+}
+
+// Leases are counted in whole seconds by Queen: below 1 s a pop's lease or
+// a queue's LeaseTime is refused; from 1 s on it is kept as given.
+func TestLease_SubSecondLeaseIsRefused(t *testing.T) {
+	t.Parallel()
+	clock := queentest.NewClock()
+	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
+	for _, d := range []time.Duration{time.Nanosecond, time.Microsecond, 500 * time.Millisecond, time.Second - 1} {
+		_, err := b.Pop(bg, queen.PopRequest{Queue: "q", Lease: d})
+		require.ErrorIs(t, err, queen.ErrInvalidArgument, "%v", d)
+		var ae *queen.ArgumentError
+		require.ErrorAs(t, err, &ae)
+		require.Equal(t, "PopRequest.Lease", ae.Field)
+		cfg := queen.DefaultQueueConfig()
+		cfg.LeaseTime = d
+		_, err = b.ConfigureQueue(bg, "q", cfg)
+		require.ErrorAs(t, err, &ae, "%v", d)
+		require.Equal(t, "QueueConfig.LeaseTime", ae.Field)
+	}
+	cfg := queen.DefaultQueueConfig()
+	cfg.LeaseTime = 1500 * time.Millisecond
+	info, err := b.ConfigureQueue(bg, "q", cfg)
+	require.NoError(t, err)
+	require.Equal(t, 1500*time.Millisecond, info.Config.LeaseTime)
+	pushN(t, b, "q", "", 1)
+	first := pop(t, b, queen.PopRequest{Queue: "q"})
+	require.Len(t, first.Messages, 1)
+	clock.Advance(1499 * time.Millisecond)
+	require.Empty(t, pop(t, b, queen.PopRequest{Queue: "q"}).Messages, "still leased")
+	clock.Advance(time.Millisecond)
+	again := pop(t, b, queen.PopRequest{Queue: "q", Lease: time.Second})
+	require.Equal(t, []int{2}, attemptsOf(again.Messages), "expired at 1.5 s exactly")
 }
