@@ -51,7 +51,11 @@ type PopRequest struct {
 	AutoAck bool
 	// SubscriptionMode is where a new group starts; SubscriptionFrom, when
 	// set, wins and starts it at that time. Both are fixed by the group's
-	// first pop. Default: Options.DefaultSubscriptionMode.
+	// first pop. Default: Options.DefaultSubscriptionMode. A named group
+	// whose first pop finds no queue (or whose waiting pop outlives the
+	// queue's deletion) has seen none of its messages yet: in mode "new" it
+	// starts at the first message of the queue created after that pop. The
+	// broker remembers up to 10000 such pops, in memory only.
 	SubscriptionMode SubscriptionMode
 	SubscriptionFrom time.Time
 	// Conflation makes a new group receive only the newest message of each
