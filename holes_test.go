@@ -271,3 +271,33 @@ func TestHoles_StatsCountOnlyStoredMessages(t *testing.T) {
 		check(1, 0)
 	})
 }
+
+// MaxSize bounds pending messages; a deleted one frees its place.
+func TestHoles_DeletedMessageFreesMaxSizeRoom(t *testing.T) {
+	t.Parallel()
+	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+		cfg := queen.DefaultQueueConfig()
+		cfg.MaxSize = 2
+		_, err := b.ConfigureQueue(bg, "cap", cfg)
+		require.NoError(t, err)
+		pid := pushTx(t, b, "cap", "a", "b")
+		res, err := b.Push(bg, []queen.PushItem{{Queue: "cap", TransactionID: "c"}})
+		require.NoError(t, err)
+		require.Equal(t, queen.PushFailed, res[0].Status, "full")
+		require.NoError(t, b.DeleteMessage(bg, pid, "a"))
+		res, err = b.Push(bg, []queen.PushItem{{Queue: "cap", TransactionID: "c"}})
+		require.NoError(t, err)
+		require.Equal(t, queen.PushQueued, res[0].Status, "%v", res[0].Err)
+
+		// With a group too: its lag, not the offsets, is what counts.
+		require.Len(t, pop(t, b, queen.PopRequest{Queue: "cap", Group: "g", SubscriptionMode: queen.SubscriptionModeAll, Batch: 10}).Messages, 2)
+		require.NoError(t, b.DeleteMessage(bg, pid, "b"))
+		res, err = b.Push(bg, []queen.PushItem{{Queue: "cap", TransactionID: "d"}})
+		require.NoError(t, err)
+		require.Equal(t, queen.PushQueued, res[0].Status, "%v", res[0].Err)
+		st, err := b.QueueStats(bg, "cap")
+		require.NoError(t, err)
+		require.Equal(t, int64(2), st.Messages)
+		require.LessOrEqual(t, st.Pending, st.Messages)
+	})
+}
