@@ -29,8 +29,11 @@ type pushReq struct {
 	results []PushResult
 	done    chan error
 	// txn marks the pushes of a transaction: their room under MaxSize was
-	// reserved (reserved, given back once written or failed), and an item
-	// refused here aborts the whole request.
+	// reserved when it was admitted, and an item refused here aborts the
+	// whole request. A plain push reserves its room item by item as the
+	// writer stores it. Either way the room is in reserved (and in the
+	// queue's reserved count) until the write is published or failed, so
+	// that a transaction admitted meanwhile sees it taken.
 	txn      bool
 	reserved map[*queue]int64
 }
@@ -61,13 +64,10 @@ type writer struct {
 	exited bool
 	signal chan struct{}
 	lastTS int64
-	// room tracks, during one batch, how many more messages each queue
-	// with a MaxSize may take.
-	room map[*queue]int64
 }
 
 func newWriter(b *Broker) *writer {
-	return &writer{b: b, signal: make(chan struct{}, 1), room: make(map[*queue]int64)}
+	return &writer{b: b, signal: make(chan struct{}, 1)}
 }
 
 // submit queues ops for the next commit and returns the channel that
@@ -201,7 +201,6 @@ func (w *writer) write(batch []*writeReq, touched map[*partition]int64) (int64, 
 	b := w.b
 	ts := max(b.now(), w.lastTS)
 	w.lastTS = ts
-	clear(w.room)
 
 	txn := b.db.NewTransaction(true)
 	defer txn.Discard()
@@ -227,7 +226,7 @@ func (w *writer) write(batch []*writeReq, touched map[*partition]int64) (int64, 
 		return nil
 	}()
 	if err != nil {
-		w.rollback(touched)
+		w.rollback(touched, batch)
 	}
 	return ts, err
 }
@@ -297,14 +296,48 @@ func applyOps(txn *badger.Txn, ops []op) error {
 	return nil
 }
 
-// rollback forgets the offsets handed out in a transaction that did not commit.
-func (w *writer) rollback(touched map[*partition]int64) {
+// rollback forgets the offsets handed out in a transaction that did not
+// commit, and the room its plain pushes took under MaxSize (a transaction
+// keeps the room it was admitted with until it is failed or written).
+func (w *writer) rollback(touched map[*partition]int64, batch []*writeReq) {
 	b := w.b
 	b.mu.Lock()
 	for p := range touched {
 		p.assigned = p.next
 	}
+	for _, r := range batch {
+		if r.push != nil && !r.push.txn {
+			b.unreserve(r.push)
+		}
+	}
 	b.mu.Unlock()
+}
+
+// takeRoom reserves room for one message of a plain push on q, a queue
+// with a MaxSize; false when the queue is full. Pending counts what is
+// committed, reserved what transactions and writes in progress hold.
+func (w *writer) takeRoom(r *pushReq, q *queue) bool {
+	b := w.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if q.cfg.MaxSize > 0 && q.pending+q.reserved >= int64(q.cfg.MaxSize) {
+		return false
+	}
+	if r.reserved == nil {
+		r.reserved = make(map[*queue]int64)
+	}
+	r.reserved[q]++
+	q.reserved++
+	return true
+}
+
+// giveRoom gives back one unit takeRoom took.
+func (w *writer) giveRoom(r *pushReq, q *queue) {
+	b := w.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r.reserved[q]--
+	q.reserved--
 }
 
 // publish makes committed messages visible to pops and gives back the
@@ -341,6 +374,7 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*p
 	b := w.b
 	parts := make([]*partition, len(r.items))
 	encrypt := make([]bool, len(r.items))
+	limited := make([]bool, len(r.items)) // plain pushes to a queue with a MaxSize
 	var metas []op
 
 	b.mu.Lock()
@@ -367,11 +401,7 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*p
 		}
 		parts[i] = p
 		encrypt[i] = q.cfg.EncryptionEnabled
-		if _, ok := w.room[q]; !ok && q.cfg.MaxSize > 0 {
-			// Pending counts what is committed; reserved, the pushes of
-			// transactions admitted and not yet written.
-			w.room[q] = int64(q.cfg.MaxSize) - q.pending - q.reserved
-		}
+		limited[i] = !r.txn && q.cfg.MaxSize > 0
 	}
 	b.mu.Unlock()
 
@@ -412,12 +442,9 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*p
 			return err
 		}
 		// A transaction's items had their room reserved when it was admitted.
-		if room, limited := w.room[p.q]; limited && !r.txn {
-			if room <= 0 {
-				res.Status, res.Err = PushFailed, ErrQueueFull
-				continue
-			}
-			w.room[p.q] = room - 1
+		if limited[i] && !w.takeRoom(r, p.q) {
+			res.Status, res.Err = PushFailed, ErrQueueFull
+			continue
 		}
 		id := uuid.NewV7At(b.clock.Now())
 		m := record.Message{CreatedAt: ts, ID: id, TxID: it.TransactionID, TraceID: it.TraceID, ProducerSub: it.ProducerSub, Payload: it.Payload}
@@ -427,8 +454,8 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*p
 					return fmt.Errorf("%w: %w", errTxnPushRefused, err)
 				}
 				// This item only: the others of the batch are written.
-				if room, limited := w.room[p.q]; limited {
-					w.room[p.q] = room + 1
+				if limited[i] {
+					w.giveRoom(r, p.q)
 				}
 				res.Status, res.Err = PushFailed, err
 				continue
