@@ -31,12 +31,20 @@ type SeekResult struct {
 // [ErrNotFound]; a group that never popped the queue has no cursors and
 // the seek updates nothing.
 func (b *Broker) SeekGroup(ctx context.Context, group, queue string, opts SeekOptions) (*SeekResult, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	return b.seek(ctx, group, queue, "", opts)
 }
 
 // SeekPartition is [Broker.SeekGroup] for one partition; an unknown
 // partition is [ErrNotFound].
 func (b *Broker) SeekPartition(ctx context.Context, group, queue, partition string, opts SeekOptions) (*SeekResult, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	if partition == "" {
 		return nil, argErr("partition", "must not be empty")
 	}
