@@ -519,3 +519,39 @@ func TestClose_ConcurrentCloseWaitsForTheFirst(t *testing.T) {
 	require.NoError(t, <-first)
 	require.ErrorIs(t, <-second, queen.ErrClosed, "the second Close returned once the broker was closed")
 }
+
+// TestClose_EveryMethodIsGated calls every exported method of *Broker that
+// returns an error while the broker refuses calls (as Close does before it
+// closes storage) but nothing is closed yet: each must be refused with
+// ErrClosed at its door, before touching anything, whatever its arguments.
+// A method without the guard would run (and fail otherwise, or succeed).
+func TestClose_EveryMethodIsGated(t *testing.T) {
+	t.Parallel()
+	// Methods that return no error touch no storage and need no guard.
+	ungated := map[string]bool{"Admin": true, "Queue": true, "Transaction": true, "Counters": true, "Close": true, "Now": true}
+	b := queentest.NewBroker(t, nil)
+	pushN(t, b, "q", "", 1)
+	reopen := queen.ShutCallsForTest(b)
+	defer reopen()
+	errType := reflect.TypeFor[error]()
+	bv := reflect.ValueOf(b)
+	for i := range bv.NumMethod() {
+		m := bv.Type().Method(i)
+		ft := m.Type // receiver first
+		if ungated[m.Name] {
+			continue
+		}
+		require.True(t, ft.NumOut() > 0 && ft.Out(ft.NumOut()-1) == errType, "Broker.%s returns no error: gate it, or list it as ungated", m.Name)
+		args := make([]reflect.Value, ft.NumIn()-1)
+		for j := range args {
+			at := ft.In(j + 1)
+			args[j] = reflect.Zero(at)
+			if at == reflect.TypeFor[context.Context]() {
+				args[j] = reflect.ValueOf(bg)
+			}
+		}
+		out := bv.Method(i).Call(args)
+		err, _ := out[len(out)-1].Interface().(error)
+		require.ErrorIs(t, err, queen.ErrClosed, "Broker.%s ran although calls are refused", m.Name)
+	}
+}
