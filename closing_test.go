@@ -480,7 +480,8 @@ func TestClose_HandlersCallDuringDrain(t *testing.T) {
 				require.Equal(t, queen.AckRetry, s.Status, "given back")
 			}
 		}
-		require.ErrorIs(t, c.Start(bg), queen.ErrClosed)
+		late := b.Queue("work").Consume(bg, func(context.Context, *queen.Message) error { return nil })
+		require.ErrorIs(t, late.Start(bg), queen.ErrClosed, "a consumer cannot start after Close")
 	})
 }
 

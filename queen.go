@@ -204,6 +204,8 @@ type Broker struct {
 	callsLeft chan struct{}
 	closeDone chan struct{}
 
+	callWait time.Duration // closeCallWait; shorter in tests
+
 	w        *writer
 	timers   timerWheel
 	stop     chan struct{}
@@ -290,6 +292,7 @@ func newBroker(db *badger.DB, o Options) (*Broker, error) {
 		stop:      make(chan struct{}),
 		callsLeft: make(chan struct{}, 1),
 		closeDone: make(chan struct{}),
+		callWait:  closeCallWait,
 
 		maxPayload: payloadLimit(db.Opts()),
 	}
@@ -367,13 +370,13 @@ func (b *Broker) Close() error {
 	}
 	b.mu.Unlock()
 
-	if n := b.awaitCalls(closeCallWait); n > 0 {
+	if n := b.awaitCalls(b.callWait); n > 0 {
 		go func() {
 			for b.awaitCalls(time.Hour) > 0 {
 			}
 			_ = b.stopStorage()
 		}()
-		return errors.Join(drainErr, fmt.Errorf("queen: close: %d call(s) still running after %s; storage closes when they return", n, closeCallWait))
+		return errors.Join(drainErr, fmt.Errorf("queen: close: %d call(s) still running after %s; storage closes when they return", n, b.callWait))
 	}
 	return errors.Join(drainErr, b.stopStorage())
 }
