@@ -177,7 +177,8 @@ func (o *Options) withDefaults() (Options, error) {
 
 // Broker is an embedded message broker: partitioned queues stored in
 // Badger, read by consumer groups under leases. All methods are safe for
-// concurrent use.
+// concurrent use, Close included: a call racing Close either completes or
+// returns an error matching [ErrClosed] (see [Broker.Close]).
 type Broker struct {
 	db    *badger.DB
 	ownDB bool
