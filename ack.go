@@ -95,6 +95,10 @@ type AckOptions struct {
 // opts.Status). A refused ack returns the item's error ([ErrLeaseExpired],
 // [ErrNotFound]) along with the result.
 func (b *Broker) Ack(ctx context.Context, msg *Message, ok bool, opts AckOptions) (*AckResult, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	if msg == nil {
 		return nil, argErr("msg", "must not be nil")
 	}
@@ -131,6 +135,10 @@ func (b *Broker) Ack(ctx context.Context, msg *Message, ok bool, opts AckOptions
 // change nothing and are reported in their result; the call's error is for
 // invalid input and storage failures.
 func (b *Broker) AckBatch(ctx context.Context, items []AckItem) ([]AckResult, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	start := time.Now()
 	if len(items) > MaxAckItems {
 		return nil, argErr("items", "at most %d per call, not %d", MaxAckItems, len(items))

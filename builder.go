@@ -337,6 +337,10 @@ func (q *QueueBuilder) Fetch(ctx context.Context, partitions []string) (map[stri
 // expiry. A lease that has already expired cannot be renewed
 // ([ErrLeaseExpired]).
 func (b *Broker) Renew(ctx context.Context, msg *Message) (time.Time, error) {
+	if err := b.enter(); err != nil {
+		return time.Time{}, err
+	}
+	defer b.leave()
 	if msg == nil || msg.LeaseID == "" {
 		return time.Time{}, argErr("msg", "has no lease")
 	}

@@ -171,17 +171,14 @@ func (c *Consumer) Execute(ctx context.Context) error {
 
 // Start runs the loop in the background until it stops; ctx ending stops
 // it, as [Consumer.Stop] does. See [Consumer.Done] and [Consumer.Err]. It
-// returns [ErrClosed] on a closed broker, [ErrConsumerStarted] if the loop
+// returns [ErrClosed] once [Broker.Close] has begun, [ErrConsumerStarted] if the loop
 // already ran, ctx's error if ctx has ended, and the invalid option, if
 // any; the loop then does not start.
 func (c *Consumer) Start(ctx context.Context) error {
 	if c.err != nil {
 		return c.err
 	}
-	c.q.b.mu.Lock()
-	err := c.q.b.usable()
-	c.q.b.mu.Unlock()
-	if err != nil {
+	if err := c.q.b.startErr(); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {

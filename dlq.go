@@ -173,11 +173,19 @@ func (b *Broker) letterOps(c *cursor, specs []letterSpec, now int64) ([]op, erro
 
 // DeadLetters lists dead letters matching f, newest failure first.
 func (b *Broker) DeadLetters(ctx context.Context, f LetterFilter) (*LetterPage, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	return b.listLetters(keys.DeadLetter, f)
 }
 
 // ParkedMessages lists parked messages matching f, newest first.
 func (b *Broker) ParkedMessages(ctx context.Context, f LetterFilter) (*LetterPage, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	return b.listLetters(keys.Parked, f)
 }
 
@@ -190,23 +198,39 @@ func (b *Broker) ParkedMessages(ctx context.Context, f LetterFilter) (*LetterPag
 // often as it is asked to, with at most one copy in the partition at a
 // time. Unknown ids, and entries of a deleted queue, are [ErrNotFound].
 func (b *Broker) ReplayDeadLetter(ctx context.Context, id string) (*ReplayResult, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	return b.replayLetter(ctx, keys.DeadLetter, "dlq:", id)
 }
 
 // ReplayParked is [Broker.ReplayDeadLetter] for parked messages, under
 // transactionId "parked:<id>".
 func (b *Broker) ReplayParked(ctx context.Context, id string) (*ReplayResult, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	return b.replayLetter(ctx, keys.Parked, "parked:", id)
 }
 
 // DeleteDeadLetter removes a dead letter; unknown ids are [ErrNotFound]. Of
 // concurrent deletes of one entry exactly one succeeds.
 func (b *Broker) DeleteDeadLetter(ctx context.Context, id string) error {
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.leave()
 	return b.deleteLetter(ctx, keys.DeadLetter, id)
 }
 
 // DeleteParked removes a parked message; unknown ids are [ErrNotFound].
 func (b *Broker) DeleteParked(ctx context.Context, id string) error {
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.leave()
 	return b.deleteLetter(ctx, keys.Parked, id)
 }
 

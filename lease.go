@@ -198,6 +198,10 @@ type popState struct {
 // ctx.Err() if ctx ends while waiting, and [ErrClosed] if the broker closes.
 // An unknown queue is not an error: it has no messages yet.
 func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	start := time.Now()
 	if err := req.normalize(); err != nil {
 		return nil, err
@@ -698,6 +702,10 @@ func (b *Broker) expireLease(l *lease, now int64) {
 // including one released because its messages were all settled, is
 // [ErrNotFound].
 func (b *Broker) RenewLease(ctx context.Context, leaseID string, d time.Duration) (time.Time, error) {
+	if err := b.enter(); err != nil {
+		return time.Time{}, err
+	}
+	defer b.leave()
 	if d < 0 {
 		return time.Time{}, argErr("d", "must not be negative")
 	}

@@ -158,7 +158,7 @@ func TestLease_WaitingPopWakesOnPush(t *testing.T) {
 			}
 			close(got)
 		}()
-		time.Sleep(20 * time.Millisecond) // let it park; the outcome does not depend on it
+		queentest.AwaitWaiting(t, b, 1)
 		pushN(t, b, "later", "", 1)
 		select {
 		case res := <-got:
@@ -190,7 +190,7 @@ func TestLease_WaitEndsWithContextAndClose(t *testing.T) {
 		_, err := b2.Pop(bg, queen.PopRequest{Queue: "q", Wait: true, Timeout: 60 * time.Second})
 		errc <- err
 	}()
-	time.Sleep(20 * time.Millisecond)
+	queentest.AwaitWaiting(t, b2, 1)
 	require.NoError(t, b2.Close())
 	require.ErrorIs(t, <-errc, queen.ErrClosed)
 	_, err = b2.Push(bg, []queen.PushItem{{Queue: "q"}})
@@ -322,7 +322,7 @@ func TestLease_PopOfUnknownPartitionTakesNothingElse(t *testing.T) {
 		}
 		got <- len(res.Messages)
 	}()
-	time.Sleep(20 * time.Millisecond)
+	queentest.AwaitWaiting(t, b, 1)
 	pushN(t, b, "q", "later", 1)
 	require.Equal(t, 1, <-got, "a wait on a partition that does not exist yet ends when it gets a message")
 	require.Len(t, pop(t, b, queen.PopRequest{Queue: "q"}).Messages, 1, "the other partition was never taken")
@@ -344,7 +344,7 @@ func TestLease_FakeClockWakesWaitingPop(t *testing.T) {
 		res, _ := b.Pop(bg, queen.PopRequest{Queue: "q", Wait: true, Timeout: 60 * time.Second})
 		got <- res
 	}()
-	time.Sleep(20 * time.Millisecond)
+	queentest.AwaitWaiting(t, b, 1)
 	clock.Advance(time.Hour)
 	select {
 	case res := <-got:

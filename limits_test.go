@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -266,10 +265,7 @@ func TestLimits_TenThousandParkedLongPolls(t *testing.T) {
 			results <- r
 		})
 	}
-	for runtime.NumGoroutine() < g0+n {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond) // let them reach their wait
+	queentest.AwaitWaiting(t, b, n)
 	runtime.GC()
 	var ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms1)
@@ -436,13 +432,7 @@ func TestDefect_CloseLeavesPartitionWaitersParked(t *testing.T) {
 		_, err := b.Pop(context.Background(), queen.PopRequest{Queue: "pw", Partition: "p", Wait: true, Timeout: time.Minute})
 		done <- err
 	}()
-	for runtime.NumGoroutine() > 0 { // until the pop is parked
-		snap := leakcheck.Snapshot()
-		if slices.ContainsFunc(snap, func(g leakcheck.Goroutine) bool { return strings.Contains(g.Stack, "queen.(*Broker).Pop(") }) {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	queentest.AwaitWaiting(t, b, 1)
 	require.NoError(t, b.Close())
 	select {
 	case err := <-done:

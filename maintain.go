@@ -56,6 +56,10 @@ func (b *Broker) collectGarbage() {
 // broker runs it every Options.MaintenanceInterval; tests with a fake clock
 // call it directly.
 func (b *Broker) Maintain(ctx context.Context) error {
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.leave()
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
 		b.mu.Unlock()

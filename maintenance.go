@@ -15,6 +15,10 @@ import "context"
 // The switch lives in memory: a broker opened again starts with it off.
 // ctx is not used today. After Close it returns [ErrClosed].
 func (b *Broker) SetMaintenanceMode(ctx context.Context, on bool) error {
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.leave()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.usable(); err != nil {

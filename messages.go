@@ -261,6 +261,10 @@ func (ps *partSnap) info(off int64, m *record.Message) MessageInfo {
 // their payloads. Each message's status is derived from the cursors and
 // leases of its queue's groups: see [MessageStatus].
 func (b *Broker) ListMessages(ctx context.Context, f MessageFilter) (*MessagePage, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	if f.Limit < 0 || f.Offset < 0 {
 		return nil, argErr("MessageFilter", "Limit and Offset must not be negative")
 	}
@@ -424,6 +428,10 @@ func (b *Broker) readMessage(pid uint64, off int64) (*record.Message, error) {
 // GetMessage describes one message with its payload, found by its
 // partition id and transactionId. An unknown message is [ErrNotFound].
 func (b *Broker) GetMessage(ctx context.Context, partitionID, transactionID string) (*MessageInfo, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	_, ps, off, err := b.locate(partitionID, transactionID)
 	if err != nil {
 		return nil, err
@@ -455,6 +463,10 @@ func (b *Broker) GetMessage(ctx context.Context, partitionID, transactionID stri
 // assigned (offsets are never reused) but holds nothing, and it no longer
 // counts in lag or pending. An unknown message is [ErrNotFound].
 func (b *Broker) DeleteMessage(ctx context.Context, partitionID, transactionID string) error {
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.leave()
 	b.delMu.Lock()
 	defer b.delMu.Unlock()
 	p, ps, off, err := b.locate(partitionID, transactionID)

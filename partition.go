@@ -245,6 +245,10 @@ const maxPushChunk = 4 << 20
 // ctx ends first, Push returns ctx.Err() and the write may still land
 // (push again with the same TransactionID to find out).
 func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	start := time.Now()
 	items = append([]PushItem(nil), items...)
 	for i := range items {
@@ -305,6 +309,10 @@ type FetchResult struct {
 // 1000. Messages below the retention horizon are skipped. An unknown queue
 // or partition is [ErrNotFound].
 func (b *Broker) Fetch(ctx context.Context, queueName, partitionName string, from int64, limit int) (*FetchResult, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	if from < 0 {
 		return nil, argErr("from", "must not be negative")
 	}

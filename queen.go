@@ -177,7 +177,8 @@ func (o *Options) withDefaults() (Options, error) {
 
 // Broker is an embedded message broker: partitioned queues stored in
 // Badger, read by consumer groups under leases. All methods are safe for
-// concurrent use.
+// concurrent use, Close included: a call racing Close either completes or
+// returns an error matching [ErrClosed] (see [Broker.Close]).
 type Broker struct {
 	db    *badger.DB
 	ownDB bool
@@ -194,8 +195,18 @@ type Broker struct {
 	expired   expiredLeases        // recently expired lease ids, for RenewLease
 	queueWait map[string]*waitList // pops waiting for a queue to be created
 	early     map[earlyPop]int64   // see notePopBeforeQueue
-	closed    bool
-	failed    error // a storage failure that left memory and disk apart
+	closing   bool                 // Close has begun (consumers draining)
+	closed    bool                 // Close refuses calls: calls counts callsShut
+	failed    error                // a storage failure that left memory and disk apart
+
+	// calls counts the exported calls in progress (see enter), plus
+	// callsShut once Close refuses new ones. callsLeft is signalled when
+	// the last call leaves after that; closeDone is closed when Close ends.
+	calls     atomic.Int64
+	callsLeft chan struct{}
+	closeDone chan struct{}
+
+	callWait time.Duration // closeCallWait; shorter in tests
 
 	w        *writer
 	timers   timerWheel
@@ -281,6 +292,9 @@ func newBroker(db *badger.DB, o Options) (*Broker, error) {
 		leases:    make(map[string]*lease),
 		queueWait: make(map[string]*waitList),
 		stop:      make(chan struct{}),
+		callsLeft: make(chan struct{}, 1),
+		closeDone: make(chan struct{}),
+		callWait:  closeCallWait,
 
 		maxPayload: payloadLimit(db.Opts()),
 	}
@@ -307,18 +321,47 @@ func newBroker(db *badger.DB, o Options) (*Broker, error) {
 	return b, nil
 }
 
-// Close stops the broker: it drains running consumers (see
-// Options.DrainTimeout), ends waiting pops with [ErrClosed], finishes the
-// writes already accepted, stops every background goroutine and, when the
-// broker opened Badger itself, closes it. Close is idempotent.
+// closeCallWait bounds how long Close waits, once it refuses new calls,
+// for the calls already running to return before it stops the writer and
+// closes storage. Waiting pops are woken, so only a long read (a listing
+// or scan of many messages) can take that long.
+const closeCallWait = 10 * time.Second
+
+// Close stops the broker, in this order:
+//
+//  1. It drains running consumers (see Options.DrainTimeout). Meanwhile
+//     every call still works, so handlers can settle their messages and
+//     the drain can give back, with acks of status retry, those not
+//     started.
+//  2. It refuses every later call with [ErrClosed] and ends waiting pops
+//     with [ErrClosed].
+//  3. It waits, up to 10 seconds, for the calls already running to
+//     return; each of them completes or returns [ErrClosed].
+//  4. It finishes the writes already accepted, stops every background
+//     goroutine and, when the broker opened Badger itself, closes it.
+//
+// If calls are still running after those 10 seconds, Close returns an
+// error saying so and step 4 happens in the background when the last of
+// them returns: storage is never closed under a running call (a caller of
+// [OpenDB] must then not close its database before that).
+// Close is idempotent: a later or concurrent call waits for the first to
+// end and returns nil.
 func (b *Broker) Close() error {
-	drainErr := b.consumer.closeAll(b.opts.DrainTimeout)
 	b.mu.Lock()
-	if b.closed {
+	if b.closing {
 		b.mu.Unlock()
+		<-b.closeDone
 		return nil
 	}
+	b.closing = true
+	b.mu.Unlock()
+	defer close(b.closeDone)
+
+	drainErr := b.consumer.closeAll(b.opts.DrainTimeout)
+
+	b.mu.Lock()
 	b.closed = true
+	b.calls.Add(callsShut)
 	for _, q := range b.queues {
 		for _, g := range q.groups {
 			g.wakeAll()
@@ -328,15 +371,92 @@ func (b *Broker) Close() error {
 		wl.wakeAll()
 	}
 	b.mu.Unlock()
+
+	if n := b.awaitCalls(b.callWait); n > 0 {
+		go func() {
+			for b.awaitCalls(time.Hour) > 0 {
+			}
+			_ = b.stopStorage()
+		}()
+		return errors.Join(drainErr, fmt.Errorf("queen: close: %d call(s) still running after %s; storage closes when they return", n, b.callWait))
+	}
+	return errors.Join(drainErr, b.stopStorage())
+}
+
+// stopStorage stops the writer (which first commits what it holds) and
+// the background goroutines, then closes Badger if the broker opened it.
+// Only once no call is running.
+func (b *Broker) stopStorage() error {
 	close(b.stop)
 	b.bg.Wait()
-	var err error
 	if b.ownDB {
-		if cerr := b.db.Close(); cerr != nil {
-			err = fmt.Errorf("queen: close storage: %w", cerr)
+		if err := b.db.Close(); err != nil {
+			return fmt.Errorf("queen: close storage: %w", err)
 		}
 	}
-	return errors.Join(drainErr, err)
+	return nil
+}
+
+// callsShut is added to Broker.calls when Close refuses new calls: one
+// atomic add both counts a call and tells it whether it may run.
+const callsShut = 1 << 62
+
+// enter admits an exported call, or refuses it with [ErrClosed] once Close
+// refuses calls. Every exported method that reaches storage or the
+// broker's state starts with
+//
+//	if err := b.enter(); err != nil {
+//		return ..., err
+//	}
+//	defer b.leave()
+//
+// so that Close never closes storage under it. Calls nest freely (Ack
+// calls AckBatch): the count is not a lock.
+func (b *Broker) enter() error {
+	if b.calls.Add(1) >= callsShut {
+		b.leave()
+		return ErrClosed
+	}
+	return nil
+}
+
+// leave ends a call admitted by enter.
+func (b *Broker) leave() {
+	if b.calls.Add(-1) == callsShut {
+		select {
+		case b.callsLeft <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// awaitCalls waits up to d for the calls admitted before Close refused
+// calls to leave, and returns how many are still running.
+func (b *Broker) awaitCalls(d time.Duration) int64 {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		n := b.calls.Load() - callsShut
+		if n <= 0 {
+			return 0
+		}
+		select {
+		case <-b.callsLeft:
+		case <-t.C:
+			return max(b.calls.Load()-callsShut, 0)
+		}
+	}
+}
+
+// startErr refuses to start a consumer once Close has begun: Close would
+// not drain it.
+func (b *Broker) startErr() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closing {
+		return ErrClosed
+	}
+	return b.usable()
 }
 
 // usable reports why the broker cannot serve a call, under b.mu.
@@ -435,6 +555,10 @@ func waitCtx(ctx context.Context, ch <-chan error) error {
 // Ping reports whether the broker can serve: [ErrClosed] after Close or a
 // storage failure, or the error of a read from storage.
 func (b *Broker) Ping(ctx context.Context) error {
+	if err := b.enter(); err != nil {
+		return err
+	}
+	defer b.leave()
 	if err := b.closedErr(); err != nil {
 		return err
 	}

@@ -210,6 +210,10 @@ func (b *Broker) newQueue(name string, cfg QueueConfig) *queue {
 // ConfigureQueue creates the queue or replaces its whole configuration, and
 // makes sure its Default partition exists.
 func (b *Broker) ConfigureQueue(ctx context.Context, name string, cfg QueueConfig) (*QueueInfo, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	if err := checkName("queue", name); err != nil {
 		return nil, err
 	}
@@ -247,6 +251,10 @@ func (b *Broker) ConfigureQueue(ctx context.Context, name string, cfg QueueConfi
 
 // DescribeQueue returns a queue's configuration, or [ErrNotFound].
 func (b *Broker) DescribeQueue(ctx context.Context, name string) (*QueueInfo, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.usable(); err != nil {

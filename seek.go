@@ -32,12 +32,20 @@ type SeekResult struct {
 // the seek updates nothing. An empty group (or [QueueModeGroup]) is the
 // queue-mode group, as in [PopRequest.Group].
 func (b *Broker) SeekGroup(ctx context.Context, group, queue string, opts SeekOptions) (*SeekResult, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	return b.seek(ctx, group, queue, "", opts)
 }
 
 // SeekPartition is [Broker.SeekGroup] for one partition; an unknown
 // partition is [ErrNotFound].
 func (b *Broker) SeekPartition(ctx context.Context, group, queue, partition string, opts SeekOptions) (*SeekResult, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	if partition == "" {
 		return nil, argErr("partition", "must not be empty")
 	}

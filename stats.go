@@ -127,6 +127,10 @@ func (b *Broker) queueStats(q *queue, withParts bool, now int64) QueueStats {
 // QueueStats describes a queue, its partitions and the cursors of its
 // groups; an unknown queue is [ErrNotFound].
 func (b *Broker) QueueStats(ctx context.Context, name string) (*QueueStats, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.usable(); err != nil {
@@ -142,6 +146,10 @@ func (b *Broker) QueueStats(ctx context.Context, name string) (*QueueStats, erro
 
 // ListQueues describes every queue (without per-partition detail), by name.
 func (b *Broker) ListQueues(ctx context.Context) ([]QueueStats, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.usable(); err != nil {
@@ -159,6 +167,10 @@ func (b *Broker) ListQueues(ctx context.Context) ([]QueueStats, error) {
 // ListGroups describes every consumer group on every queue (queue mode
 // included), by queue then group. A non-empty group restricts the list.
 func (b *Broker) ListGroups(ctx context.Context, group string) ([]GroupStats, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
 		b.mu.Unlock()
@@ -242,6 +254,10 @@ func (b *Broker) ListGroups(ctx context.Context, group string) ([]GroupStats, er
 // queue-mode group: DeleteGroup(ctx, "", "", …) resets queue mode on
 // every queue.
 func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMetadata bool) (int, error) {
+	if err := b.enter(); err != nil {
+		return 0, err
+	}
+	defer b.leave()
 	name := groupName(group)
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
@@ -317,6 +333,10 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 // stored, so a restart finds them where they are now. An empty group is
 // the queue-mode group, as in [Broker.DeleteGroup].
 func (b *Broker) SetGroupSubscription(ctx context.Context, group string, from time.Time) (int, error) {
+	if err := b.enter(); err != nil {
+		return 0, err
+	}
+	defer b.leave()
 	if from.IsZero() {
 		return 0, argErr("from", "must be set")
 	}

@@ -377,11 +377,9 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*p
 	limited := make([]bool, len(r.items)) // plain pushes to a queue with a MaxSize
 	var metas []op
 
+	// No check of b.closed here: a push accepted before Close refused calls
+	// is committed (Close stops the writer only after such calls return).
 	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return ErrClosed
-	}
 	for i := range r.items {
 		it := &r.items[i]
 		q := b.queues[it.Queue]

@@ -33,6 +33,10 @@ func tombstoneKey(id uuid.UUID) []byte { return keys.IDKey(keys.Tombstone, id) }
 // once the first write is durable; DeleteQueue then waits for its data to
 // be removed, which goes on in the background if ctx ends first.
 func (b *Broker) DeleteQueue(ctx context.Context, name string) (existed bool, err error) {
+	if err := b.enter(); err != nil {
+		return false, err
+	}
+	defer b.leave()
 	tk, ts, err := b.unlinkQueue(ctx, name)
 	if tk == nil || err != nil {
 		return tk != nil, err

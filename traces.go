@@ -76,6 +76,10 @@ type traceRecord struct {
 // returns it with its ID and CreatedAt set. An unknown message is
 // [ErrNotFound].
 func (b *Broker) RecordTrace(ctx context.Context, ev TraceEvent) (*TraceEvent, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	if ev.PartitionID == "" || ev.TransactionID == "" {
 		return nil, argErr("TraceEvent", "PartitionID and TransactionID are required")
 	}
@@ -172,6 +176,10 @@ func (tr *traceRecord) event(id uuid.UUID, txid string) TraceEvent {
 // Traces returns the trace events of one message, oldest first. An
 // unknown message has none.
 func (b *Broker) Traces(ctx context.Context, partitionID, transactionID string) ([]TraceEvent, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	out := []TraceEvent{}
 	if transactionID == "" {
 		return out, nil
@@ -215,6 +223,10 @@ func hasName(names []string, name string) bool {
 // with the payload of each event's message. limit defaults to 100 and is
 // capped at 1000.
 func (b *Broker) TracesByName(ctx context.Context, name string, limit, offset int) (*TracePage, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	if limit < 0 || offset < 0 {
 		return nil, argErr("limit", "limit and offset must not be negative")
 	}
@@ -272,6 +284,10 @@ func (b *Broker) TracesByName(ctx context.Context, name string, limit, offset in
 // TraceNames lists the trace names in use, most recently seen first.
 // limit defaults to 50 and is capped at 1000.
 func (b *Broker) TraceNames(ctx context.Context, limit, offset int) (*TraceNamePage, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	if limit < 0 || offset < 0 {
 		return nil, argErr("limit", "limit and offset must not be negative")
 	}

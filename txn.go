@@ -43,6 +43,10 @@ type TxResult struct {
 // leases stay as they were; the result holds what was gathered up to the
 // refused operation.
 func (b *Broker) ExecTransaction(ctx context.Context, ops []TxOp) (*TxResult, error) {
+	if err := b.enter(); err != nil {
+		return nil, err
+	}
+	defer b.leave()
 	if len(ops) == 0 {
 		return nil, argErr("ops", "must not be empty")
 	}

@@ -3,7 +3,34 @@ package queen
 import (
 	"container/heap"
 	"time"
+
+	"github.com/queenlite/queen/internal/testhook"
 )
+
+func init() {
+	testhook.Waiting = func(b any) int { return b.(*Broker).waiting() }
+}
+
+// waiting counts the pops parked now, on any queue, group or partition.
+// Tests use it (through internal/testhook) to know a pop is parked
+// instead of sleeping.
+func (b *Broker) waiting() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for _, wl := range b.queueWait {
+		n += wl.n
+	}
+	for _, q := range b.queues {
+		for _, g := range q.groups {
+			n += g.waiters.n
+			for _, wl := range g.partWaiters {
+				n += wl.n
+			}
+		}
+	}
+	return n
+}
 
 // waiter is a pop parked until something it could take appears.
 type waiter struct {

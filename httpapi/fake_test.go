@@ -272,7 +272,7 @@ func TestShutdownEndsLongPolls(t *testing.T) {
 			done <- rec.Code
 		}()
 	}
-	time.Sleep(20 * time.Millisecond)
+	queentest.AwaitWaiting(t, e.b, 2)
 	close(stop)
 	for range 2 {
 		select {

@@ -339,7 +339,7 @@ func TestPop_LongPoll(t *testing.T) {
 			e.h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/pop/queue/lp?wait=true&timeout=30000", nil))
 			done <- result{rec, time.Since(start)}
 		}()
-		time.Sleep(20 * time.Millisecond) // let it park; waking works either way
+		queentest.AwaitWaiting(t, e.b, 1)
 		e.push("lp", "", "wake", 1)
 		select {
 		case r := <-done:
@@ -369,7 +369,7 @@ func TestPop_LongPoll(t *testing.T) {
 			e.h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/pop/queue/gone?wait=true&timeout=60000", nil).WithContext(ctx))
 			done <- rec.Code
 		}()
-		time.Sleep(20 * time.Millisecond)
+		queentest.AwaitWaiting(t, e.b, 1)
 		cancel()
 		select {
 		case code := <-done:
@@ -388,7 +388,7 @@ func TestPop_LongPoll(t *testing.T) {
 			e.h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/pop/queue/closing?wait=true&timeout=60000", nil))
 			done <- rec
 		}()
-		time.Sleep(20 * time.Millisecond)
+		queentest.AwaitWaiting(t, e.b, 1)
 		require.NoError(t, e.b.Close())
 		select {
 		case rec := <-done:
@@ -706,7 +706,7 @@ func TestPop_ManyParkedLongPolls(t *testing.T) {
 			got <- v.Messages[0].TransactionID
 		}()
 	}
-	time.Sleep(50 * time.Millisecond)
+	queentest.AwaitWaiting(t, e.b, n)
 	items := make([]any, n)
 	for i := range items {
 		items[i] = map[string]any{"queue": "many", "partition": fmt.Sprint("p", i), "transactionId": fmt.Sprint("t", i)}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/testhook"
 )
 
 // NewBroker opens an in-memory broker closed by tb.Cleanup. opts may be nil.
@@ -192,4 +193,21 @@ func (l *LogBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// Waiting returns the number of pops parked in b now.
+func Waiting(b *queen.Broker) int { return testhook.Waiting(b) }
+
+// AwaitWaiting waits until at least n pops are parked in b, so a test can
+// act on a waiting pop without sleeping "to let it park". It fails the
+// test after 10 seconds.
+func AwaitWaiting(tb testing.TB, b *queen.Broker, n int) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for testhook.Waiting(b) < n {
+		if time.Now().After(deadline) {
+			tb.Fatalf("queentest: %d pop(s) parked after 10s, want %d", testhook.Waiting(b), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
