@@ -766,6 +766,12 @@ func (r *run) handle(msgs, rest []*Message) (back bool) {
 		r.report(ok, decision{outcome: OutcomeDiscarded}, err, true, nil, nil, d)
 		return false
 	}
+	if err != nil && r.interrupted() {
+		// The stop caused this failure, and its context may have ended
+		// before the loop's own hook ran: stop taking messages before the
+		// message is given back, so the loop does not pop it again.
+		r.requestStop()
+	}
 	if r.userSettles {
 		return r.userSettle(ok, err, d, rest)
 	}

@@ -257,12 +257,12 @@ func groupName(g string) string {
 // an empty result), and none of them recurses.
 func (b *Broker) tryPop(ctx context.Context, req *PopRequest, ps *popState) (*PopResult, *waiter, *waitList, error) {
 	for {
+		if err := ctx.Err(); err != nil { // a cancelled pop claims nothing
+			return nil, nil, nil, err
+		}
 		res, w, wl, err := b.popOnce(ctx, req, ps)
 		if err != nil || res != nil || w != nil {
 			return res, w, wl, err
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, nil, nil, err
 		}
 	}
 }
