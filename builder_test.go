@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -62,7 +63,7 @@ func TestQueueBuilder_InvalidOptions(t *testing.T) {
 
 func TestQueueBuilder_PushAndPop(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		ctx := context.Background()
 		res, err := b.Queue("orders").Partition("customer-42").Push(ctx,
 			map[string]any{"total": 12.5},

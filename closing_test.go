@@ -13,7 +13,8 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -334,11 +335,11 @@ func TestClose_EveryCallRacingClose(t *testing.T) {
 }
 
 func raceClose(t *testing.T, disk bool) {
-	logs := &queentest.LogBuffer{}
+	logs := &itest.LogBuffer{}
 	opts := &queen.Options{Logger: slog.New(slog.NewTextHandler(logs, nil)), Durability: queen.SyncNever}
 	var b *queen.Broker
 	if disk {
-		b = queentest.OpenDir(t, t.TempDir(), opts)
+		b = itest.OpenDir(t, t.TempDir(), opts)
 	} else {
 		b = queentest.NewBroker(t, opts)
 	}
@@ -378,7 +379,7 @@ func raceClose(t *testing.T, disk bool) {
 		})
 	}
 	ran.Wait()
-	queentest.AwaitWaiting(t, b, waiting)
+	itest.AwaitWaiting(t, b, waiting)
 
 	// An error here would say calls were still running after Close's
 	// bound: a waiting pop left parked, or a call stuck.
@@ -405,7 +406,7 @@ func TestClose_WritesRacingCloseGetErrClosed(t *testing.T) {
 	t.Parallel()
 	for i := range 20 {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
-			logs := &queentest.LogBuffer{}
+			logs := &itest.LogBuffer{}
 			b := queentest.NewBroker(t, &queen.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})
 			var wg sync.WaitGroup
 			var writes atomic.Int64
@@ -442,7 +443,7 @@ func TestClose_WritesRacingCloseGetErrClosed(t *testing.T) {
 // acked, and the messages it never started are given back.
 func TestClose_HandlersCallDuringDrain(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "work", "p", 3)
 		started := make(chan struct{})
 		var calls []error

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -26,8 +26,8 @@ func TestConcurrency_PerPartitionOrderUnderChaos(t *testing.T) {
 		perPart    = 20
 		workers    = 8
 	)
-	clock := queentest.NewClock()
-	queentest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+	clock := itest.NewClock()
+	itest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
 		cfg := queen.DefaultQueueConfig()
 		cfg.RetryLimit, cfg.RetryDelay, cfg.LeaseTime = 1<<30, 0, 30*time.Second
 		_, err := b.ConfigureQueue(bg, "chaos", cfg)

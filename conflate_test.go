@@ -4,13 +4,14 @@ import (
 	"testing"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
 func TestConflate_OnlyNewestPerPartition(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		for _, price := range []string{"10", "11", "12"} {
 			pushOne(t, b, "prices", "A-1", "", `{"sku":"A-1","price":`+price+`}`)
 		}

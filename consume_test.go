@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -124,7 +125,7 @@ func (c *collector) outcomesOf() []queen.Outcome {
 
 // clocked opens an in-memory broker on a fake clock.
 func clocked(t testing.TB, opts *queen.Options) (*queen.Broker, *queentest.Clock) {
-	clock := queentest.NewClock()
+	clock := itest.NewClock()
 	o := queen.Options{}
 	if opts != nil {
 		o = *opts
@@ -179,7 +180,7 @@ func dataN(m *queen.Message) int { return int(m.Data["n"].(float64)) }
 
 func TestConsume_AcksOnNilAndNacksOnError(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		configure(t, b, "orders", 3)
 		pushTo(t, b, "orders", "Default", numbered(3)...)
 		var seen []string

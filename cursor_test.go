@@ -5,13 +5,14 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
 func TestCursor_BatchAckStopsAtFirstComeback(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		cfg := queen.DefaultQueueConfig()
 		cfg.RetryDelay = 0
 		_, err := b.ConfigureQueue(bg, "batch", cfg)
@@ -58,8 +59,8 @@ func TestCursor_PartialAcksAdvanceInOrder(t *testing.T) {
 
 func TestCursor_RetryBudgetThenDeadLetter(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
-	queentest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+	clock := itest.NewClock()
+	itest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
 		cfg := queen.DefaultQueueConfig()
 		cfg.RetryLimit = 2
 		cfg.RetryDelay = 5 * time.Second
@@ -181,7 +182,7 @@ func TestCursor_AckRefusals(t *testing.T) {
 
 func TestCursor_TwoGroupsReadIndependently(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "events", "", 4)
 		bill := pop(t, b, queen.PopRequest{Queue: "events", Group: "billing", SubscriptionMode: queen.SubscriptionModeAll, Batch: 10})
 		ana := pop(t, b, queen.PopRequest{Queue: "events", Group: "analytics", SubscriptionMode: queen.SubscriptionModeAll, Batch: 2})
@@ -204,8 +205,8 @@ func TestCursor_TwoGroupsReadIndependently(t *testing.T) {
 
 func TestCursor_SubscriptionModes(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
-	queentest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+	clock := itest.NewClock()
+	itest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "s", "old", 4)
 		clock.Advance(time.Minute)
 		mid := clock.Now()
@@ -241,8 +242,8 @@ func TestCursor_DefaultSubscriptionModeOption(t *testing.T) {
 
 func TestCursor_SeekReleasesLeaseAndMoves(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
-	queentest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+	clock := itest.NewClock()
+	itest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "events", "a", 3)
 		clock.Advance(time.Hour)
 		since := clock.Now()
@@ -286,7 +287,7 @@ func TestCursor_SeekReleasesLeaseAndMoves(t *testing.T) {
 
 func TestCursor_DeleteGroupAndSubscription(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
+	clock := itest.NewClock()
 	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
 	pushN(t, b, "q", "", 3)
 	pr := pop(t, b, queen.PopRequest{Queue: "q", Group: "g", SubscriptionMode: queen.SubscriptionModeAll, Batch: 3})
@@ -317,7 +318,7 @@ func TestCursor_DeleteGroupAndSubscription(t *testing.T) {
 // pop, and mode "new" promises exactly those.
 func TestCursor_GroupThatPoppedBeforeTheQueueExistedMissesNothing(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "later", Group: "g"}).Messages)
 		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "later", Group: "all", SubscriptionMode: queen.SubscriptionModeAll}).Messages)
 		pushOne(t, b, "later", "", "m1", `1`)
@@ -344,10 +345,10 @@ func TestCursor_GroupThatPoppedBeforeTheQueueExistedMissesNothing(t *testing.T) 
 // (and of one the group settled messages of), and a restart agrees.
 func TestCursor_SetGroupSubscriptionLiveAndReopenedAgree(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
+	clock := itest.NewClock()
 	dir := t.TempDir()
 	opts := &queen.Options{Clock: clock, Durability: queen.SyncNever}
-	b := queentest.OpenDir(t, dir, opts)
+	b := itest.OpenDir(t, dir, opts)
 	pushOne(t, b, "s", "leased", "l0", `0`)
 	pushOne(t, b, "s", "idle", "i0", `0`)
 	clock.Advance(time.Minute)
@@ -375,7 +376,7 @@ func TestCursor_SetGroupSubscriptionLiveAndReopenedAgree(t *testing.T) {
 	require.Equal(t, map[string]int64{"leased": 0, "idle": 1}, live)
 	require.NoError(t, b.Close())
 
-	b = queentest.OpenDir(t, dir, opts)
+	b = itest.OpenDir(t, dir, opts)
 	require.Equal(t, live, offsetsOf(b), "a restart finds the cursors where they were")
 	res = pop(t, b, queen.PopRequest{Queue: "s", Group: "g", Partition: "leased"})
 	require.Equal(t, []string{"l0"}, txids(res.Messages), "the lease died with the process; its batch comes back")
@@ -385,7 +386,7 @@ func TestCursor_SetGroupSubscriptionLiveAndReopenedAgree(t *testing.T) {
 // SeekGroup and SetGroupSubscription, as it does in pops and acks.
 func TestCursor_EmptyGroupIsQueueMode(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "qm", "", 3)
 		ackAll(t, b, pop(t, b, queen.PopRequest{Queue: "qm", Batch: 2}).Messages, queen.AckCompleted)
 		named := pop(t, b, queen.PopRequest{Queue: "qm", Group: "named", SubscriptionMode: queen.SubscriptionModeAll, Batch: 2})

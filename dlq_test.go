@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -24,7 +25,7 @@ func deadLetter(t *testing.T, b *queen.Broker, queue, group, payload string) {
 
 func TestDLQ_ReplayCopiesToEveryGroupOnce(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		deadLetter(t, b, "orders", "billing", `{"order":9}`)
 		// A second group has read everything already.
 		other := pop(t, b, queen.PopRequest{Queue: "orders", Group: "emails", SubscriptionMode: queen.SubscriptionModeAll, Partition: "p", Batch: 10})
@@ -88,7 +89,7 @@ func TestDLQ_ParkedReplayAndDelete(t *testing.T) {
 
 func TestDLQ_ListFiltersAndPages(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
+	clock := itest.NewClock()
 	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
 	start := clock.Now()
 	for i := 0; i < 5; i++ {
@@ -115,9 +116,9 @@ func TestDLQ_ListFiltersAndPages(t *testing.T) {
 
 func TestDLQ_HugeDeadLetterBatchIsWrittenWhole(t *testing.T) {
 	t.Parallel()
-	var logs queentest.LogBuffer
+	var logs itest.LogBuffer
 	opts := &queen.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
-	queentest.Run(t, opts, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, opts, func(t *testing.T, b *queen.Broker) {
 		payload := []byte(`"` + strings.Repeat("p", 64<<10) + `"`)
 		items := make([]queen.PushItem, 200) // 12.5 MiB of dead-letter copies: more than one storage transaction
 		for i := range items {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -35,7 +35,7 @@ func pushTx(t *testing.T, b *queen.Broker, queue string, ids ...string) string {
 
 func TestHoles_WaitingPopOverDeletedHeadDelivers(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pid := pushTx(t, b, "q", "t1", "t2")
 		require.NoError(t, b.DeleteMessage(bg, pid, "t1"))
 		// Before the fix this pop recursed until the process died of a
@@ -51,7 +51,7 @@ func TestHoles_WaitingPopOverDeletedHeadDelivers(t *testing.T) {
 
 func TestHoles_OnlyDeletedLeftWaitsAndTimesOutEmpty(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pid := pushTx(t, b, "q", "a", "b")
 		require.NoError(t, b.DeleteMessage(bg, pid, "a"))
 		require.NoError(t, b.DeleteMessage(bg, pid, "b"))
@@ -74,7 +74,7 @@ func TestHoles_OnlyDeletedLeftWaitsAndTimesOutEmpty(t *testing.T) {
 
 func TestHoles_GroupPoppingOneAtATimeStepsOverDeletedMiddle(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pid := pushTx(t, b, "q", "a", "b", "c", "d", "e")
 		require.NoError(t, b.DeleteMessage(bg, pid, "b"))
 		require.NoError(t, b.DeleteMessage(bg, pid, "d"))
@@ -101,7 +101,7 @@ func TestHoles_GroupPoppingOneAtATimeStepsOverDeletedMiddle(t *testing.T) {
 
 func TestHoles_BatchCountsOnlyStoredMessages(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pid := pushTx(t, b, "q", "a", "b", "c", "d", "e", "f")
 		for _, id := range []string{"b", "c", "e"} {
 			require.NoError(t, b.DeleteMessage(bg, pid, id))
@@ -123,7 +123,7 @@ func TestHoles_BatchCountsOnlyStoredMessages(t *testing.T) {
 
 func TestHoles_EveryKindOfPopStepsOver(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pid := pushTx(t, b, "q", "a", "b", "c", "d")
 		require.NoError(t, b.DeleteMessage(bg, pid, "a"))
 		require.NoError(t, b.DeleteMessage(bg, pid, "c"))
@@ -150,7 +150,7 @@ func TestHoles_EveryKindOfPopStepsOver(t *testing.T) {
 
 func TestHoles_ConflatingGroupGetsNewestStoredMessage(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pid := pushTx(t, b, "q", "a", "b", "c")
 		require.NoError(t, b.DeleteMessage(bg, pid, "c"))
 		res := pop(t, b, queen.PopRequest{Queue: "q", Group: "last", SubscriptionMode: queen.SubscriptionModeAll, Conflation: true})
@@ -165,7 +165,7 @@ func TestHoles_ConflatingGroupGetsNewestStoredMessage(t *testing.T) {
 
 func TestHoles_DeleteInsideALeasedBatch(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pid := pushTx(t, b, "q", "a", "b", "c")
 		res := pop(t, b, queen.PopRequest{Queue: "q", Batch: 3})
 		require.Len(t, res.Messages, 3)
@@ -190,13 +190,13 @@ func TestHoles_DeleteInsideALeasedBatch(t *testing.T) {
 func TestHoles_SurviveReopen(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	b := queentest.OpenDir(t, dir, nil)
+	b := itest.OpenDir(t, dir, nil)
 	pid := pushTx(t, b, "q", "a", "b", "c", "d")
 	require.NoError(t, b.DeleteMessage(bg, pid, "b"))
 	require.NoError(t, b.DeleteMessage(bg, pid, "c"))
 	require.NoError(t, b.Close())
 
-	b = queentest.OpenDir(t, dir, nil)
+	b = itest.OpenDir(t, dir, nil)
 	st, err := b.QueueStats(bg, "q")
 	require.NoError(t, err)
 	require.Equal(t, int64(2), st.Messages)
@@ -207,7 +207,7 @@ func TestHoles_SurviveReopen(t *testing.T) {
 	ack(t, b, ackItems(res.Messages, queen.AckRetry)...)
 	require.NoError(t, b.Close())
 
-	b = queentest.OpenDir(t, dir, nil)
+	b = itest.OpenDir(t, dir, nil)
 	res = pop(t, b, queen.PopRequest{Queue: "q", Batch: 2})
 	require.Equal(t, []string{"d"}, txids(res.Messages))
 	st, err = b.QueueStats(bg, "q")
@@ -218,8 +218,8 @@ func TestHoles_SurviveReopen(t *testing.T) {
 
 func TestHoles_StatsCountOnlyStoredMessages(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
-	queentest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+	clock := itest.NewClock()
+	itest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
 		cfg := queen.DefaultQueueConfig()
 		cfg.Retention = time.Hour
 		_, err := b.ConfigureQueue(bg, "q", cfg)
@@ -275,7 +275,7 @@ func TestHoles_StatsCountOnlyStoredMessages(t *testing.T) {
 // MaxSize bounds pending messages; a deleted one frees its place.
 func TestHoles_DeletedMessageFreesMaxSizeRoom(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		cfg := queen.DefaultQueueConfig()
 		cfg.MaxSize = 2
 		_, err := b.ConfigureQueue(bg, "cap", cfg)

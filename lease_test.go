@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
 func TestLease_PopCarriesEveryField(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		res, err := b.Push(bg, []queen.PushItem{{Queue: "orders", Partition: "p7", TransactionID: "order-1", TraceID: "trace-1", Payload: []byte(`{"orderId":1}`)}})
 		require.NoError(t, err)
 		pr := pop(t, b, queen.PopRequest{Queue: "orders", Group: "billing", SubscriptionMode: queen.SubscriptionModeAll})
@@ -41,7 +42,7 @@ func TestLease_PopCarriesEveryField(t *testing.T) {
 
 func TestLease_PartitionIsExclusivePerGroup(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "q", "", 4)
 		first := pop(t, b, queen.PopRequest{Queue: "q", Batch: 2})
 		require.Equal(t, []int64{0, 1}, offsets(first.Messages))
@@ -62,8 +63,8 @@ func TestLease_PartitionIsExclusivePerGroup(t *testing.T) {
 
 func TestLease_ExpiryRedeliversWithNextAttempt(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
-	queentest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+	clock := itest.NewClock()
+	itest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "exp", "", 3)
 		first := pop(t, b, queen.PopRequest{Queue: "exp", Batch: 2, Lease: 10 * time.Second})
 		require.Equal(t, []int{1, 1}, attemptsOf(first.Messages))
@@ -92,8 +93,8 @@ func TestLease_ExpiryRedeliversWithNextAttempt(t *testing.T) {
 
 func TestLease_RenewExtendsAndExpiredCannotRenew(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
-	queentest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+	clock := itest.NewClock()
+	itest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "r", "a", 1)
 		pushN(t, b, "r", "b", 1)
 		pr := pop(t, b, queen.PopRequest{Queue: "r", Partitions: 2, Batch: 10, Lease: 10 * time.Second})
@@ -120,7 +121,7 @@ func TestLease_RenewExtendsAndExpiredCannotRenew(t *testing.T) {
 
 func TestLease_MultiPartitionPopSharesOneLease(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		for _, p := range []string{"a", "b", "c", "d"} {
 			pushN(t, b, "mp", p, 3)
 		}
@@ -149,7 +150,7 @@ func TestLease_MultiPartitionPopSharesOneLease(t *testing.T) {
 
 func TestLease_WaitingPopWakesOnPush(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		got := make(chan *queen.PopResult, 1)
 		go func() {
 			res, err := b.Pop(bg, queen.PopRequest{Queue: "later", Wait: true, Timeout: 50 * time.Second})
@@ -158,7 +159,7 @@ func TestLease_WaitingPopWakesOnPush(t *testing.T) {
 			}
 			close(got)
 		}()
-		queentest.AwaitWaiting(t, b, 1)
+		itest.AwaitWaiting(t, b, 1)
 		pushN(t, b, "later", "", 1)
 		select {
 		case res := <-got:
@@ -190,7 +191,7 @@ func TestLease_WaitEndsWithContextAndClose(t *testing.T) {
 		_, err := b2.Pop(bg, queen.PopRequest{Queue: "q", Wait: true, Timeout: 60 * time.Second})
 		errc <- err
 	}()
-	queentest.AwaitWaiting(t, b2, 1)
+	itest.AwaitWaiting(t, b2, 1)
 	require.NoError(t, b2.Close())
 	require.ErrorIs(t, <-errc, queen.ErrClosed)
 	_, err = b2.Push(bg, []queen.PushItem{{Queue: "q"}})
@@ -208,7 +209,7 @@ func TestLease_WaitTimesOutEmpty(t *testing.T) {
 
 func TestLease_AutoAckCommitsOnDelivery(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "metrics", "", 5)
 		pr := pop(t, b, queen.PopRequest{Queue: "metrics", Group: "live", SubscriptionMode: queen.SubscriptionModeAll, AutoAck: true, Batch: 3})
 		require.Len(t, pr.Messages, 3)
@@ -225,8 +226,8 @@ func TestLease_AutoAckCommitsOnDelivery(t *testing.T) {
 
 func TestLease_DelayedProcessingAndWindowBuffer(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
-	queentest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+	clock := itest.NewClock()
+	itest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
 		cfg := queen.DefaultQueueConfig()
 		cfg.DelayedProcessing = 5 * time.Second
 		_, err := b.ConfigureQueue(bg, "delayed", cfg)
@@ -322,7 +323,7 @@ func TestLease_PopOfUnknownPartitionTakesNothingElse(t *testing.T) {
 		}
 		got <- len(res.Messages)
 	}()
-	queentest.AwaitWaiting(t, b, 1)
+	itest.AwaitWaiting(t, b, 1)
 	pushN(t, b, "q", "later", 1)
 	require.Equal(t, 1, <-got, "a wait on a partition that does not exist yet ends when it gets a message")
 	require.Len(t, pop(t, b, queen.PopRequest{Queue: "q"}).Messages, 1, "the other partition was never taken")
@@ -330,7 +331,7 @@ func TestLease_PopOfUnknownPartitionTakesNothingElse(t *testing.T) {
 
 func TestLease_FakeClockWakesWaitingPop(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
+	clock := itest.NewClock()
 	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
 	cfg := queen.DefaultQueueConfig()
 	cfg.RetryDelay = time.Hour
@@ -344,7 +345,7 @@ func TestLease_FakeClockWakesWaitingPop(t *testing.T) {
 		res, _ := b.Pop(bg, queen.PopRequest{Queue: "q", Wait: true, Timeout: 60 * time.Second})
 		got <- res
 	}()
-	queentest.AwaitWaiting(t, b, 1)
+	itest.AwaitWaiting(t, b, 1)
 	clock.Advance(time.Hour)
 	select {
 	case res := <-got:
@@ -360,7 +361,7 @@ func TestLease_FakeClockWakesWaitingPop(t *testing.T) {
 // head.
 func TestLease_AutoAckKeepsAttemptsOfTheRestOfABatch(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		for _, autoAck := range []bool{false, true} {
 			q := "leased"
 			if autoAck {
@@ -450,7 +451,7 @@ func TestLease_PopsRaceDeleteGroup(t *testing.T) {
 // a queue's LeaseTime is refused; from 1 s on it is kept as given.
 func TestLease_SubSecondLeaseIsRefused(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
+	clock := itest.NewClock()
 	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
 	for _, d := range []time.Duration{time.Nanosecond, time.Microsecond, 500 * time.Millisecond, time.Second - 1} {
 		_, err := b.Pop(bg, queen.PopRequest{Queue: "q", Lease: d})

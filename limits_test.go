@@ -20,7 +20,8 @@ import (
 
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/internal/leakcheck"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -41,7 +42,7 @@ func raceEnabled() bool {
 
 func TestLimits_NamesAt255And256Bytes(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		n255 := strings.Repeat("q", 255)
 		u255 := strings.Repeat("é", 127) + "x" // 255 bytes, 128 characters
 		n256 := strings.Repeat("q", 256)
@@ -88,7 +89,7 @@ func TestLimits_NamesAt255And256Bytes(t *testing.T) {
 // in one batch and acks them in one call; one item more is refused.
 func TestLimits_TenThousandItems(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		res := pushN(t, b, "many", "", 10001)
 		for i, r := range res {
 			require.Equal(t, int64(i), r.Offset)
@@ -147,7 +148,7 @@ func TestLimits_16MiBPayload(t *testing.T) {
 	}
 	dir := t.TempDir()
 	func() {
-		b := queentest.OpenDir(t, dir, &queen.Options{Durability: queen.SyncNever})
+		b := itest.OpenDir(t, dir, &queen.Options{Durability: queen.SyncNever})
 		defer b.Close()
 		big := json.RawMessage(`"` + strings.Repeat("x", 16<<20-2) + `"`)
 		res, err := b.Push(bg, []queen.PushItem{{Queue: "big", Payload: big}, {Queue: "big", Payload: big}})
@@ -174,7 +175,7 @@ func TestLimits_16MiBPayload(t *testing.T) {
 		require.Equal(t, rp.Offset, again.Messages[0].Offset)
 		require.Equal(t, string(big), string(again.Messages[0].Payload))
 	}()
-	b := queentest.OpenDir(t, dir, nil)
+	b := itest.OpenDir(t, dir, nil)
 	f, err := b.Fetch(bg, "big", "", 0, 10)
 	require.NoError(t, err)
 	require.Len(t, f.Records, 3)
@@ -265,7 +266,7 @@ func TestLimits_TenThousandParkedLongPolls(t *testing.T) {
 			results <- r
 		})
 	}
-	queentest.AwaitWaiting(t, b, n)
+	itest.AwaitWaiting(t, b, n)
 	runtime.GC()
 	var ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms1)
@@ -304,8 +305,8 @@ func TestLimits_TenThousandParkedLongPolls(t *testing.T) {
 // wait behind it (order), while other partitions keep flowing.
 func TestLimits_ConsumerThatNeverAcks(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
-	queentest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+	clock := itest.NewClock()
+	itest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
 		cfg := queen.DefaultQueueConfig()
 		cfg.LeaseTime, cfg.RetryLimit = 10*time.Second, 2
 		_, err := b.ConfigureQueue(bg, "stuck", cfg)
@@ -343,7 +344,7 @@ func TestLimits_ConsumerThatNeverAcks(t *testing.T) {
 // is redelivered, and the holder's ack still counts.
 func TestLimits_LeaseRenewedForever(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
+	clock := itest.NewClock()
 	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
 	pushN(t, b, "hold", "", 3)
 	got := pop(t, b, queen.PopRequest{Queue: "hold", Batch: 3, Lease: 30 * time.Second})
@@ -377,7 +378,7 @@ func TestLimits_LeaseRenewedForever(t *testing.T) {
 // handler error) takes it out of the partition.
 func TestLimits_MessageThatKillsItsHandler(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
+	clock := itest.NewClock()
 	dir := t.TempDir()
 	opts := &queen.Options{Clock: clock, Durability: queen.SyncNever, MaintenanceInterval: time.Hour}
 	b, err := queen.Open(dir, opts)
@@ -432,7 +433,7 @@ func TestDefect_CloseLeavesPartitionWaitersParked(t *testing.T) {
 		_, err := b.Pop(context.Background(), queen.PopRequest{Queue: "pw", Partition: "p", Wait: true, Timeout: time.Minute})
 		done <- err
 	}()
-	queentest.AwaitWaiting(t, b, 1)
+	itest.AwaitWaiting(t, b, 1)
 	require.NoError(t, b.Close())
 	select {
 	case err := <-done:
@@ -465,7 +466,7 @@ type diskNumbers struct{ written, retained, peak, end, deleted, closed, reopened
 // retention expires them on the fake clock, deletes the queue, closes and
 // reopens, measuring the directory at each step.
 func writeAndExpire(t *testing.T, mib int) diskNumbers {
-	clock := queentest.NewClock()
+	clock := itest.NewClock()
 	dir := t.TempDir()
 	opts := &queen.Options{Clock: clock, Durability: queen.SyncNever, GCInterval: 100 * time.Millisecond, MaintenanceInterval: time.Hour}
 	b, err := queen.Open(dir, opts)

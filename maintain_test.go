@@ -5,14 +5,15 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
 func TestMaintain_RetentionDeletesOldMessages(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
-	queentest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+	clock := itest.NewClock()
+	itest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
 		cfg := queen.DefaultQueueConfig()
 		cfg.Retention = time.Hour
 		_, err := b.ConfigureQueue(bg, "r", cfg)
@@ -40,7 +41,7 @@ func TestMaintain_RetentionDeletesOldMessages(t *testing.T) {
 
 func TestMaintain_CompletedRetentionWaitsForEveryGroup(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
+	clock := itest.NewClock()
 	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
 	cfg := queen.DefaultQueueConfig()
 	cfg.CompletedRetention = time.Minute
@@ -61,7 +62,7 @@ func TestMaintain_CompletedRetentionWaitsForEveryGroup(t *testing.T) {
 
 func TestMaintain_MaxWaitTimeDeadLetters(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
+	clock := itest.NewClock()
 	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
 	cfg := queen.DefaultQueueConfig()
 	cfg.MaxWaitTime = 10 * time.Minute
@@ -85,8 +86,8 @@ func TestMaintain_MaxWaitTimeDeadLetters(t *testing.T) {
 // never-consumed messages, instead of being kept forever.
 func TestMaintain_MaxWaitTimeEvictsUnreadQueues(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
-	queentest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+	clock := itest.NewClock()
+	itest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
 		cfg := queen.DefaultQueueConfig()
 		cfg.MaxWaitTime = 10 * time.Minute
 		_, err := b.ConfigureQueue(bg, "w", cfg)

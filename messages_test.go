@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -35,7 +36,7 @@ func TestBroker_ListMessages(t *testing.T) {
 
 	t.Run("filters and orders newest first", func(t *testing.T) {
 		t.Parallel()
-		clock := queentest.NewClock()
+		clock := itest.NewClock()
 		b := queentest.NewBroker(t, &queen.Options{Clock: clock})
 		_, err := b.ConfigureQueue(ctx, "orders", queen.QueueConfig{Namespace: "shop", Task: "bill"})
 		require.NoError(t, err)
@@ -64,7 +65,7 @@ func TestBroker_ListMessages(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []string{"t2", "t1"}, msgTxIDs(paged))
 
-		start := queentest.NewClock().Now()
+		start := itest.NewClock().Now()
 		window, err := b.ListMessages(ctx, queen.MessageFilter{From: start.Add(time.Second), To: start.Add(2 * time.Second)})
 		require.NoError(t, err)
 		require.Equal(t, []string{"t2", "t1"}, msgTxIDs(window))
@@ -182,7 +183,7 @@ func TestBroker_GetMessage(t *testing.T) {
 
 func TestBroker_DeleteMessage(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		ctx := context.Background()
 		cfg := queen.DefaultQueueConfig()
 		cfg.RetryLimit = 0

@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -179,12 +180,12 @@ func TestModel_RandomOpsMatchModel(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			clock := queentest.NewClock()
+			clock := itest.NewClock()
 			opts := &queen.Options{Clock: clock, MaintenanceInterval: time.Hour}
 			var b *queen.Broker
 			if disk {
 				opts.Durability = queen.SyncNever
-				b = queentest.OpenDir(t, t.TempDir(), opts)
+				b = itest.OpenDir(t, t.TempDir(), opts)
 			} else {
 				b = queentest.NewBroker(t, opts)
 			}

@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
 func TestPartition_PushAssignsOffsetsAndDefaults(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		res := pushN(t, b, "orders", "", 3)
 		for i, r := range res {
 			require.Equal(t, int64(i), r.Offset)
@@ -34,7 +35,7 @@ func TestPartition_PushAssignsOffsetsAndDefaults(t *testing.T) {
 
 func TestPartition_PushDedupPerPartition(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		first := pushOne(t, b, "q", "a", "tx-1", `1`)
 		require.Equal(t, queen.PushQueued, first.Status)
 		dup := pushOne(t, b, "q", "a", "tx-1", `2`)
@@ -61,7 +62,7 @@ func TestPartition_PushDedupPerPartition(t *testing.T) {
 
 func TestPartition_PayloadIsByteExact(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		payloads := []string{`{"b":2,  "a":1}`, `[1, 2,3]`, `"text"`, `12.50`, `null`, `true`, `{}`, `{"deep":{"x":[{"y":"\u00e9"}]}}`}
 		for _, p := range payloads {
 			pushOne(t, b, "exact", "", "", p)
@@ -125,7 +126,7 @@ func TestPartition_MaxSizeFailsItems(t *testing.T) {
 
 func TestPartition_LargePushIsSplitButComplete(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		big := `"` + strings.Repeat("z", 64<<10) + `"`
 		items := make([]queen.PushItem, 200) // ~13 MiB: several storage transactions
 		for i := range items {
@@ -146,7 +147,7 @@ func TestPartition_LargePushIsSplitButComplete(t *testing.T) {
 
 func TestPartition_FetchByOffset(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "log", "k", 25)
 		f, err := b.Fetch(bg, "log", "k", 0, 10)
 		require.NoError(t, err)

@@ -67,17 +67,29 @@ const DefaultPartition = "Default"
 // transactionId, in bytes.
 const MaxNameLen = 255
 
-// Clock tells the broker the time. Tests inject a fake one to drive leases,
-// retry delays and retention without sleeping. A fake clock that also has
-// a method Changed() <-chan struct{}, closed when it next moves, lets the
-// broker's timers (retry delays, lease expiry) wake waiting pops when it
-// moves, instead of within a second of real time.
+// Clock tells the broker the time: the "now" of leases, retry delays,
+// delayed processing, window buffers, retention and message timestamps.
+// Tests inject a fake one to move that time without sleeping; package
+// [github.com/queenlite/queen/queentest] has one. A Clock that is not a
+// [SignalingClock] is looked at again at least every second of real time,
+// so a waiting pop sees a deadline it passed within a second.
 type Clock interface {
 	Now() time.Time
 }
 
-// changingClock is a Clock that tells when it moves.
-type changingClock interface {
+// SignalingClock is a [Clock] that tells when it moves, for clocks that do
+// not follow real time (fakes in tests). The broker then wakes its timers
+// (lease expiry, retry delays, delayed messages, window buffers) when the
+// clock moves, so a pop waiting for such a deadline returns as soon as the
+// clock passes it, and stops looking at real time: a SignalingClock whose
+// Now changes without Changed firing leaves waiting pops asleep until
+// something else wakes them (a push, their Timeout).
+type SignalingClock interface {
+	Clock
+	// Changed returns a channel that is closed the next time the clock
+	// moves, after Changed returned. It must be safe for concurrent use.
+	// The broker calls Changed before it reads Now, so a move between the
+	// two is not missed.
 	Changed() <-chan struct{}
 }
 
@@ -109,7 +121,8 @@ type Options struct {
 	// background job failures). Defaults to discarding them.
 	Logger *slog.Logger
 
-	// Clock is the time source. Defaults to the system clock.
+	// Clock is the time source (see [Clock] and [SignalingClock]).
+	// Defaults to the system clock.
 	Clock Clock
 
 	// MaintenanceInterval is how often retention, completed-retention and

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -16,7 +16,7 @@ func TestBroker_ReopenKeepsState(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			opts := &queen.Options{Durability: d}
-			b := queentest.OpenDir(t, dir, opts)
+			b := itest.OpenDir(t, dir, opts)
 			pushN(t, b, "q", "a", 5)
 			pushOne(t, b, "q", "b", "dedup-me", `1`)
 			// A "new" group joins after five messages; an "all" group reads three.
@@ -32,7 +32,7 @@ func TestBroker_ReopenKeepsState(t *testing.T) {
 			require.Len(t, held.Messages, 1)
 			require.NoError(t, b.Close())
 
-			b = queentest.OpenDir(t, dir, opts)
+			b = itest.OpenDir(t, dir, opts)
 			res := pushN(t, b, "q", "a", 1)
 			require.Equal(t, int64(5), res[0].Offset, "offsets continue")
 			require.Equal(t, queen.PushDuplicate, pushOne(t, b, "q", "b", "dedup-me", `2`).Status, "dedup survives")
@@ -95,13 +95,13 @@ func TestBroker_Ping(t *testing.T) {
 func TestBroker_OffsetsNeverReusedAfterDeletes(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	b := queentest.OpenDir(t, dir, nil)
+	b := itest.OpenDir(t, dir, nil)
 	res := pushN(t, b, "q", "", 5)
 	require.NoError(t, b.DeleteMessage(bg, res[4].PartitionID, res[4].TransactionID)) // the newest
 	require.NoError(t, b.DeleteMessage(bg, res[1].PartitionID, res[1].TransactionID)) // one in the middle
 	require.NoError(t, b.Close())
 
-	b = queentest.OpenDir(t, dir, nil)
+	b = itest.OpenDir(t, dir, nil)
 	st, err := b.QueueStats(bg, "q")
 	require.NoError(t, err)
 	require.Equal(t, int64(3), st.Messages, "deleted messages are not counted after a restart")

@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -40,7 +41,7 @@ func TestQueue_ConfigureReplacesWholeConfig(t *testing.T) {
 
 func TestQueue_DeleteRemovesEverything(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "gone", "a", 3)
 		pr := pop(t, b, queen.PopRequest{Queue: "gone", Group: "g", SubscriptionMode: queen.SubscriptionModeAll, Batch: 3})
 		items := ackItems(pr.Messages, queen.AckCompleted)
@@ -74,7 +75,7 @@ func TestQueue_EncryptionAtRest(t *testing.T) {
 	t.Parallel()
 	key := bytes.Repeat([]byte{7}, 32)
 	dir := t.TempDir()
-	b := queentest.OpenDir(t, dir, &queen.Options{EncryptionKey: key})
+	b := itest.OpenDir(t, dir, &queen.Options{EncryptionKey: key})
 	cfg := queen.DefaultQueueConfig()
 	cfg.EncryptionEnabled = true
 	_, err := b.ConfigureQueue(bg, "secret", cfg)
@@ -91,7 +92,7 @@ func TestQueue_EncryptionAtRest(t *testing.T) {
 	require.True(t, stored)
 	require.False(t, found, "plaintext found on disk")
 
-	b = queentest.OpenDir(t, dir, &queen.Options{EncryptionKey: key})
+	b = itest.OpenDir(t, dir, &queen.Options{EncryptionKey: key})
 	res := pop(t, b, queen.PopRequest{Queue: "secret"})
 	require.Equal(t, `{"card":"4111-1111"}`, string(res.Messages[0].Payload))
 	ackAll(t, b, res.Messages, queen.AckDLQ)

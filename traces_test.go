@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
 func TestBroker_RecordTrace(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		ctx := context.Background()
 		m := msgPush(t, b, "traced", "p", "t1")
 		ev, err := b.RecordTrace(ctx, queen.TraceEvent{PartitionID: m.PartitionID, TransactionID: "t1", Data: json.RawMessage(`{"step":1}`), Names: []string{"order-7"}})
@@ -63,7 +64,7 @@ func TestBroker_RecordTraceRefusals(t *testing.T) {
 func TestBroker_TracesByName(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	clock := queentest.NewClock()
+	clock := itest.NewClock()
 	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
 	a := msgPush(t, b, "a", "", "ta")
 	c := msgPush(t, b, "c", "", "tc")

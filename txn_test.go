@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
 func TestTxn_AckAndPushCommitTogether(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pushOne(t, b, "in", "", "in-1", `{"step":1}`)
 		pr := pop(t, b, queen.PopRequest{Queue: "in"})
 		res, err := b.Transaction().

@@ -183,7 +183,7 @@ func (t *timerWheel) run() {
 	b := t.b
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	cc, _ := b.clock.(changingClock)
+	cc, _ := b.clock.(SignalingClock)
 	for {
 		var moved <-chan struct{}
 		if cc != nil {

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -25,14 +25,14 @@ type popOutcome struct {
 // parkPop starts req (a waiting pop) and returns once it is parked.
 func parkPop(t *testing.T, b *queen.Broker, req queen.PopRequest) <-chan popOutcome {
 	t.Helper()
-	before := queentest.Waiting(b)
+	before := itest.Waiting(b)
 	out := make(chan popOutcome, 1)
 	go func() {
 		start := time.Now()
 		res, err := b.Pop(bg, req)
 		out <- popOutcome{res, err, time.Since(start)}
 	}()
-	queentest.AwaitWaiting(t, b, before+1)
+	itest.AwaitWaiting(t, b, before+1)
 	return out
 }
 
@@ -52,7 +52,7 @@ func woken(t *testing.T, out <-chan popOutcome, what string) popOutcome {
 // exists (its group has read everything) ends with the message pushed.
 func TestWait_PushWakesPopOnExistingQueue(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "q", "p0", 1)
 		require.Len(t, pop(t, b, queen.PopRequest{Queue: "q", AutoAck: true}).Messages, 1)
 		out := parkPop(t, b, queen.PopRequest{Queue: "q", Wait: true, Timeout: popTimeout})
@@ -68,7 +68,7 @@ func TestWait_PushWakesPopOnExistingQueue(t *testing.T) {
 // ends with a message pushed to it, and is not taken by another one.
 func TestWait_PushWakesPopOnNamedPartition(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "q", "mine", 1)
 		require.Len(t, pop(t, b, queen.PopRequest{Queue: "q", Partition: "mine", AutoAck: true}).Messages, 1)
 		out := parkPop(t, b, queen.PopRequest{Queue: "q", Partition: "mine", Wait: true, Timeout: popTimeout})
@@ -86,7 +86,7 @@ func TestWait_PushWakesPopOnNamedPartition(t *testing.T) {
 // ends with the message pushed, although another group read it first.
 func TestWait_PushWakesPopOfConsumerGroup(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "q", "", 1)
 		require.Len(t, pop(t, b, queen.PopRequest{Queue: "q", Group: "g", SubscriptionMode: queen.SubscriptionModeAll, AutoAck: true}).Messages, 1)
 		require.Len(t, pop(t, b, queen.PopRequest{Queue: "q", Group: "other", AutoAck: true}).Messages, 0, "group other starts after the first message")
@@ -105,7 +105,7 @@ func TestWait_PushWakesPopOfConsumerGroup(t *testing.T) {
 // with ErrClosed at once, not at the pops' timeout.
 func TestWait_CloseWakesEveryWaitingPop(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "q", "part", 1)
 		_ = pop(t, b, queen.PopRequest{Queue: "q", AutoAck: true})
 		_ = pop(t, b, queen.PopRequest{Queue: "q", Group: "g", SubscriptionMode: queen.SubscriptionModeAll, AutoAck: true})
@@ -121,7 +121,7 @@ func TestWait_CloseWakesEveryWaitingPop(t *testing.T) {
 			req.Wait, req.Timeout = true, popTimeout
 			outs[name] = parkPop(t, b, req)
 		}
-		require.Equal(t, len(reqs), queentest.Waiting(b))
+		require.Equal(t, len(reqs), itest.Waiting(b))
 		require.NoError(t, b.Close())
 		for name, out := range outs {
 			o := woken(t, out, "Close (pop on "+name+")")

@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -41,7 +42,7 @@ func queueStats(t *testing.T, b *queen.Broker, queue string) *queen.QueueStats {
 // duplicate push into the full queue is still reported duplicate.
 func TestTxn_RefusedPushAbortsEverything(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		limitQueue(t, b, "out", 1)
 		pushOne(t, b, "out", "", "o-0", `{}`) // out is full
 		pushOne(t, b, "in", "", "in-1", `{}`)
@@ -203,7 +204,7 @@ func TestTxn_OversizedPayloadRefusedBrokerServes(t *testing.T) {
 // stored, delivered and dead-lettered (with a long error text).
 func TestLimits_PayloadOverDiskLimit(t *testing.T) {
 	t.Parallel()
-	b := queentest.OpenDir(t, t.TempDir(), &queen.Options{Durability: queen.SyncNever})
+	b := itest.OpenDir(t, t.TempDir(), &queen.Options{Durability: queen.SyncNever})
 	huge := make([]byte, 70<<20)
 	huge[0], huge[len(huge)-1] = '"', '"'
 	for i := 1; i < len(huge)-1; i++ {
@@ -240,7 +241,7 @@ func TestLimits_PayloadOverDiskLimit(t *testing.T) {
 func TestOpen_DirectoryInUse(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	b := queentest.OpenDir(t, dir, nil)
+	b := itest.OpenDir(t, dir, nil)
 	_, err := queen.Open(dir, nil)
 	require.ErrorIs(t, err, queen.ErrLocked)
 	require.Less(t, len(err.Error()), 300)
@@ -262,7 +263,7 @@ func TestOpen_DirectoryInUse(t *testing.T) {
 	require.ErrorIs(t, err, queen.ErrLocked)
 	require.NoError(t, stdin.Close()) // the holder closes its broker and exits
 	require.NoError(t, cmd.Wait())
-	b = queentest.OpenDir(t, dir, nil)
+	b = itest.OpenDir(t, dir, nil)
 	require.NoError(t, b.Close())
 }
 
@@ -285,8 +286,8 @@ func TestOpen_LockHolder(t *testing.T) {
 // ErrLeaseExpired. A lease released by acking its messages is unknown.
 func TestLease_RenewAfterBrokerExpiredIt(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
-	queentest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+	clock := itest.NewClock()
+	itest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "r", "a", 2)
 		pr := pop(t, b, queen.PopRequest{Queue: "r", Partition: "a", Lease: 10 * time.Second})
 		clock.Advance(11 * time.Second)
@@ -311,7 +312,7 @@ func TestLease_RenewAfterBrokerExpiredIt(t *testing.T) {
 // same for DeleteParked.
 func TestDLQ_ConcurrentDeletesSucceedOnce(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		const letters = 100
 		for i := 0; i < letters; i++ {
 			pushOne(t, b, "d", "p", "", `{}`)
@@ -395,8 +396,8 @@ func TestDLQ_LetterOfDeletedQueue(t *testing.T) {
 // dedup on "dlq:<id>" holds while a copy is retained).
 func TestDLQ_ReplayAfterCopyRetained(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
-	queentest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+	clock := itest.NewClock()
+	itest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
 		cfg := queen.DefaultQueueConfig()
 		cfg.Retention = time.Hour
 		_, err := b.ConfigureQueue(bg, "rr", cfg)
@@ -437,7 +438,7 @@ func TestDLQ_ReplayAfterCopyRetained(t *testing.T) {
 // aborts everything.
 func TestAck_ConflictingItemsForOneMessage(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "c", "", 2)
 		pr := pop(t, b, queen.PopRequest{Queue: "c", Batch: 1})
 		m := pr.Messages
@@ -478,7 +479,7 @@ func TestAck_ConflictingItemsForOneMessage(t *testing.T) {
 // the messages the slowest group has not settled.
 func TestQueue_MaxSizeCountsPendingOnly(t *testing.T) {
 	t.Parallel()
-	queentest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		limitQueue(t, b, "m", 1)
 		pushOne(t, b, "m", "", "a", `{}`)
 		require.Equal(t, queen.PushFailed, pushOne(t, b, "m", "", "x", `{}`).Status, "a is pending")
@@ -548,14 +549,14 @@ func TestTxn_EncryptedQueueWithoutKey(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	key := []byte(strings.Repeat("k", 32))
-	b := queentest.OpenDir(t, dir, &queen.Options{EncryptionKey: key, Durability: queen.SyncNever})
+	b := itest.OpenDir(t, dir, &queen.Options{EncryptionKey: key, Durability: queen.SyncNever})
 	cfg := queen.DefaultQueueConfig()
 	cfg.EncryptionEnabled = true
 	_, err := b.ConfigureQueue(bg, "secret", cfg)
 	require.NoError(t, err)
 	require.NoError(t, b.Close())
 
-	b = queentest.OpenDir(t, dir, &queen.Options{Durability: queen.SyncNever})
+	b = itest.OpenDir(t, dir, &queen.Options{Durability: queen.SyncNever})
 	res, err := b.Push(bg, []queen.PushItem{{Queue: "plain", Payload: json.RawMessage(`1`)}, {Queue: "secret", Payload: json.RawMessage(`2`)}})
 	require.NoError(t, err)
 	require.Equal(t, queen.PushQueued, res[0].Status)

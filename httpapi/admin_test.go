@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -45,7 +45,7 @@ func TestConfigure(t *testing.T) {
 		e.push("orders", "", "m", 1)
 		m := msgs(t, e.pop("/api/v1/pop/queue/orders"))[0]
 		lease := e.arr("POST", "/api/v1/lease/"+m["leaseId"].(string)+"/extend", `{"seconds":0}`, http.StatusOK)
-		require.Equal(t, queentest.Stamp("2026-11-30T12:05:00.000Z"), lease[0].(map[string]any)["expiresAt"], "the configured 300 s lease")
+		require.Equal(t, itest.Stamp("2026-11-30T12:05:00.000Z"), lease[0].(map[string]any)["expiresAt"], "the configured 300 s lease")
 	})
 
 	t.Run("encryption needs a key", func(t *testing.T) {
@@ -110,7 +110,7 @@ func TestFetch(t *testing.T) {
 	require.EqualValues(t, 1, rec["offset"])
 	require.Equal(t, "b", rec["transactionId"])
 	require.Equal(t, map[string]any{"tx": "b"}, rec["data"])
-	require.Equal(t, queentest.Stamp("2026-11-30T12:00:00.000000Z"), rec["createdAt"])
+	require.Equal(t, itest.Stamp("2026-11-30T12:00:00.000000Z"), rec["createdAt"])
 	require.Nil(t, rec["traceId"])
 	require.Regexp(t, uuidRE, rec["id"])
 	res = e.obj("GET", "/api/v1/fetch/queue/f/partition/p", nil, http.StatusOK)
@@ -166,12 +166,12 @@ func TestDeadLetters(t *testing.T) {
 			require.Equal(t, "bad p1", entry["errorMessage"])
 			require.EqualValues(t, 0, entry["retryCount"])
 			require.Equal(t, map[string]any{"id": 1.0}, entry["data"])
-			require.Equal(t, queentest.Stamp("2026-11-30T12:00:00.000Z"), entry["createdAt"])
-			require.Equal(t, queentest.Stamp("2026-11-30T12:00:00.000Z"), entry["failedAt"])
+			require.Equal(t, itest.Stamp("2026-11-30T12:00:00.000Z"), entry["createdAt"])
+			require.Equal(t, itest.Stamp("2026-11-30T12:00:00.000Z"), entry["failedAt"])
 			require.EqualValues(t, 0, entry["offset"])
 
-			require.EqualValues(t, 3, e.obj("GET", kind.path+"?from="+queentest.Stamp("2026-11-30T11:00:00Z")+"&to="+queentest.Stamp("2026-11-30T12:00:01Z"), nil, http.StatusOK)["total"])
-			require.EqualValues(t, 0, e.obj("GET", kind.path+"?from="+queentest.Stamp("2026-11-30T13:00:00Z"), nil, http.StatusOK)["total"])
+			require.EqualValues(t, 3, e.obj("GET", kind.path+"?from="+itest.Stamp("2026-11-30T11:00:00Z")+"&to="+itest.Stamp("2026-11-30T12:00:01Z"), nil, http.StatusOK)["total"])
+			require.EqualValues(t, 0, e.obj("GET", kind.path+"?from="+itest.Stamp("2026-11-30T13:00:00Z"), nil, http.StatusOK)["total"])
 			paged := e.obj("GET", kind.path+"?limit=1&offset=1", nil, http.StatusOK)
 			require.Len(t, paged["messages"], 1)
 			require.EqualValues(t, 3, paged["total"])

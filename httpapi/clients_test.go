@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -195,7 +195,7 @@ func TestClient_LeaseRenewalWithEmptyBody(t *testing.T) {
 	require.Equal(t, http.StatusOK, rec.Code)
 	res := goClientDecode(t, rec.Body.Bytes())
 	require.False(t, goClientFailed(res))
-	require.Equal(t, queentest.Stamp("2026-11-30T12:01:30.000Z"), res["data"].([]any)[0].(map[string]any)["expiresAt"], "now + 60 s")
+	require.Equal(t, itest.Stamp("2026-11-30T12:01:30.000Z"), res["data"].([]any)[0].(map[string]any)["expiresAt"], "now + 60 s")
 	e.clock.Advance(45 * time.Second) // beyond the original 60 s, within the renewal
 	require.Nil(t, e.pop("/api/v1/pop/queue/slow"), "still leased")
 }
@@ -284,7 +284,7 @@ func TestClient_DeadLetterListing(t *testing.T) {
 	body["consumerGroup"] = "g"
 	e.arr("POST", "/api/v1/ack", body, http.StatusOK)
 	// Go: partition only when not Default, plus time bounds.
-	res := e.obj("GET", "/api/v1/dlq?queue=orders&consumerGroup=g&partition=p2&limit=10&offset=0&from="+queentest.Stamp("2026-11-30T00:00:00Z")+"&to="+queentest.Stamp("2026-12-01T00:00:00Z"), nil, http.StatusOK)
+	res := e.obj("GET", "/api/v1/dlq?queue=orders&consumerGroup=g&partition=p2&limit=10&offset=0&from="+itest.Stamp("2026-11-30T00:00:00Z")+"&to="+itest.Stamp("2026-12-01T00:00:00Z"), nil, http.StatusOK)
 	require.EqualValues(t, 1, res["total"])
 	require.Len(t, res["messages"], 1)
 	// JS: queue, limit=100, offset=0.
@@ -304,8 +304,8 @@ func TestClient_ConsumerGroupManagement(t *testing.T) {
 	require.Contains(t, e.obj("GET", "/api/v1/consumer-groups/"+url.PathEscape("my group"), nil, http.StatusOK), "orders")
 	e.arr("GET", "/api/v1/consumer-groups/lagging?minLagSeconds=60", nil, http.StatusOK)
 	e.obj("POST", "/api/v1/stats/refresh", nil, http.StatusOK)
-	e.obj("POST", "/api/v1/consumer-groups/"+url.PathEscape("my group")+"/subscription", `{"subscriptionTimestamp":"`+queentest.Stamp("2026-11-30T11:00:00.000Z")+`"}`, http.StatusOK)
-	e.obj("POST", "/api/v1/consumer-groups/"+url.PathEscape("my group")+"/queues/orders/seek", `{"timestamp":"`+queentest.Stamp("2026-11-30T11:00:00.000Z")+`"}`, http.StatusOK)
+	e.obj("POST", "/api/v1/consumer-groups/"+url.PathEscape("my group")+"/subscription", `{"subscriptionTimestamp":"`+itest.Stamp("2026-11-30T11:00:00.000Z")+`"}`, http.StatusOK)
+	e.obj("POST", "/api/v1/consumer-groups/"+url.PathEscape("my group")+"/queues/orders/seek", `{"timestamp":"`+itest.Stamp("2026-11-30T11:00:00.000Z")+`"}`, http.StatusOK)
 	e.obj("POST", "/api/v1/consumer-groups/"+url.PathEscape("my group")+"/queues/orders/seek", `{"toEnd":true}`, http.StatusOK)
 	// Go only: partition seek with {}.
 	e.obj("POST", "/api/v1/consumer-groups/"+url.PathEscape("my group")+"/queues/orders/partitions/a/seek", `{}`, http.StatusOK)
@@ -334,7 +334,7 @@ func TestClientStreams_PopThroughOrdinaryRoute(t *testing.T) {
 	for _, part := range []string{"k1", "k2", "k3"} {
 		e.push("source", part, "m", map[string]any{"k": part})
 	}
-	res := e.pop("/api/v1/pop/queue/source?consumerGroup=query-1&wait=true&timeout=30000&batch=10&partitions=3&subscriptionFrom=" + queentest.Stamp("2026-11-30T00:00:00Z"))
+	res := e.pop("/api/v1/pop/queue/source?consumerGroup=query-1&wait=true&timeout=30000&batch=10&partitions=3&subscriptionFrom=" + itest.Stamp("2026-11-30T00:00:00Z"))
 	require.EqualValues(t, 3, res["partitionsClaimed"])
 	for _, m := range msgs(t, res) {
 		require.Equal(t, res["leaseId"], m["leaseId"])

@@ -14,7 +14,7 @@ import (
 
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/httpapi"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -103,8 +103,8 @@ func (f failing) TraceNames(context.Context, int, int) (*queen.TraceNamePage, er
 }
 func (f failing) Counters() queen.Counters { return queen.Counters{} }
 
-func fakeEnv(t *testing.T, b httpapi.Broker) (*env, *queentest.LogBuffer) {
-	logs := &queentest.LogBuffer{}
+func fakeEnv(t *testing.T, b httpapi.Broker) (*env, *itest.LogBuffer) {
+	logs := &itest.LogBuffer{}
 	e := &env{t: t, h: httpapi.New(b, &httpapi.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})}
 	return e, logs
 }
@@ -272,7 +272,7 @@ func TestShutdownEndsLongPolls(t *testing.T) {
 			done <- rec.Code
 		}()
 	}
-	queentest.AwaitWaiting(t, e.b, 2)
+	itest.AwaitWaiting(t, e.b, 2)
 	close(stop)
 	for range 2 {
 		select {

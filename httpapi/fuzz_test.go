@@ -15,7 +15,8 @@ import (
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/httpapi"
 	"github.com/queenlite/queen/internal/leakcheck"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -58,7 +59,7 @@ func FuzzHandlers(f *testing.F) {
 		{1, "fz", "batch=-1&consumerGroup=g&subscriptionMode=all", ``},
 		{1, "fz", "batch=99999999999999999999&leaseSeconds=1e9&partitions=65", ``},
 		{1, "fz", "consumerGroup=c&conflation=true&autoAck=true", ``},
-		{1, "fz", "subscriptionFrom=" + queentest.Stamp("2026-11-30T12:00:00Z") + "&consumerGroup=late", ``},
+		{1, "fz", "subscriptionFrom=" + itest.Stamp("2026-11-30T12:00:00Z") + "&consumerGroup=late", ``},
 		{1, "fz", "wait=true&timeout=20", ``},
 		{1, "%00", "", ``},
 		{2, "Default", "consumerGroup=g&batch=3", ``},
@@ -74,7 +75,7 @@ func FuzzHandlers(f *testing.F) {
 		{6, "", "", `{"queue":"","options":{}}`},
 		{7, "g", "", `{"toEnd":true}`},
 		{7, "g", "", `{"timestamp":"not a time"}`},
-		{8, "Default", "", `{"timestamp":"` + queentest.Stamp("2026-11-30T12:00:00Z") + `"}`},
+		{8, "Default", "", `{"timestamp":"` + itest.Stamp("2026-11-30T12:00:00Z") + `"}`},
 		{9, "00000000-0000-7000-8000-000000000000", "", `{"seconds":30}`},
 		{9, "x", "", `{"seconds":-5}`},
 		{10, "Default", "from=0&limit=5", ``},
@@ -137,7 +138,7 @@ type fuzzEnv struct {
 // newFuzzEnv opens a broker with a queue "fz" holding messages, a leased
 // batch, a dead letter and two groups.
 func newFuzzEnv(tb testing.TB) *fuzzEnv {
-	clock := queentest.NewClock()
+	clock := itest.NewClock()
 	b := queentest.NewBroker(tb, &queen.Options{Clock: clock})
 	e := &fuzzEnv{b: b, h: httpapi.New(b, nil)}
 	ctx := context.Background()

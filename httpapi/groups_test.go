@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -53,7 +53,7 @@ func TestConsumerGroups_List(t *testing.T) {
 	require.Equal(t, "Stable", billing["state"])
 	require.Equal(t, "all", billing["subscriptionMode"])
 	require.Nil(t, billing["subscriptionTimestamp"])
-	require.Equal(t, queentest.Stamp("2026-11-30T12:00:00.000Z"), billing["subscriptionCreatedAt"])
+	require.Equal(t, itest.Stamp("2026-11-30T12:00:00.000Z"), billing["subscriptionCreatedAt"])
 	require.Contains(t, billing, "maxTimeLag")
 	require.Equal(t, false, billing["conflation"])
 
@@ -62,7 +62,7 @@ func TestConsumerGroups_List(t *testing.T) {
 		if g := g.(map[string]any); g["name"] == "fresh" {
 			require.Equal(t, "Dead", g["state"])
 			require.Equal(t, "new", g["subscriptionMode"])
-			require.Equal(t, queentest.Stamp("2026-11-30T12:00:00.000Z"), g["subscriptionTimestamp"])
+			require.Equal(t, itest.Stamp("2026-11-30T12:00:00.000Z"), g["subscriptionTimestamp"])
 		}
 	}
 }
@@ -81,7 +81,7 @@ func TestConsumerGroups_Get(t *testing.T) {
 	require.EqualValues(t, 1, a["totalConsumed"])
 	require.EqualValues(t, 1, a["offsetLag"])
 	require.EqualValues(t, 1, a["offset"])
-	require.Equal(t, queentest.Stamp("2026-11-30T12:00:00.000Z"), a["lastConsumedAt"])
+	require.Equal(t, itest.Stamp("2026-11-30T12:00:00.000Z"), a["lastConsumedAt"])
 	require.Contains(t, a, "timeLagSeconds")
 	require.Equal(t, "b", b["partition"])
 	require.Equal(t, true, b["leaseActive"])
@@ -131,10 +131,10 @@ func TestConsumerGroups_Subscription(t *testing.T) {
 	e := setup(t, nil, nil)
 	e.pop("/api/v1/pop/queue/sub?consumerGroup=late")
 	e.push("sub", "p", "m", 1) // after the group joined, in a new partition
-	res := e.obj("POST", "/api/v1/consumer-groups/late/subscription", `{"subscriptionTimestamp":"`+queentest.Stamp("2026-11-30T12:00:00Z")+`"}`, http.StatusOK)
+	res := e.obj("POST", "/api/v1/consumer-groups/late/subscription", `{"subscriptionTimestamp":"`+itest.Stamp("2026-11-30T12:00:00Z")+`"}`, http.StatusOK)
 	require.Equal(t, true, res["success"])
 	require.Equal(t, "late", res["consumerGroup"])
-	require.Equal(t, queentest.Stamp("2026-11-30T12:00:00.000Z"), res["newTimestamp"])
+	require.Equal(t, itest.Stamp("2026-11-30T12:00:00.000Z"), res["newTimestamp"])
 	require.Contains(t, res, "rowsUpdated")
 	e.fails("POST", "/api/v1/consumer-groups/late/subscription", `{}`, http.StatusBadRequest, "Missing subscriptionTimestamp in request body")
 	e.fails("POST", "/api/v1/consumer-groups/late/subscription", `{"subscriptionTimestamp":5}`, http.StatusBadRequest, "Missing subscriptionTimestamp")

@@ -13,7 +13,8 @@ import (
 
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/httpapi"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -35,7 +36,7 @@ func setup(t *testing.T, opts *queen.Options, hopts *httpapi.Options) *env {
 	}
 	e := &env{t: t}
 	if o.Clock == nil {
-		e.clock = queentest.NewClock()
+		e.clock = itest.NewClock()
 		o.Clock = e.clock
 	}
 	e.b = queentest.NewBroker(t, &o)

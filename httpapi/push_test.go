@@ -13,7 +13,7 @@ import (
 
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/httpapi"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -156,7 +156,7 @@ func TestPop(t *testing.T) {
 		require.Equal(t, map[string]any{
 			"id": pushed["message_id"], "transactionId": "order-1", "partitionId": pushed["partition_id"], "partition": "p7",
 			"queue": "orders", "leaseId": res["leaseId"], "consumerGroup": "billing", "data": map[string]any{"orderId": 1.0},
-			"traceId": nil, "producerSub": nil, "createdAt": queentest.Stamp("2026-11-30T12:00:00.000000Z"), "offset": 0.0, "deliveryAttempt": 1.0,
+			"traceId": nil, "producerSub": nil, "createdAt": itest.Stamp("2026-11-30T12:00:00.000000Z"), "offset": 0.0, "deliveryAttempt": 1.0,
 		}, m)
 	})
 
@@ -198,9 +198,9 @@ func TestPop(t *testing.T) {
 		require.NotNil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-beginning&subscriptionMode=from_beginning"))
 		require.NotNil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-latest&subscriptionMode=latest"))
 		require.Nil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-now2&subscriptionMode=from_beginning&subscriptionFrom=now"))
-		require.NotNil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-from-new&subscriptionMode=new&subscriptionFrom="+queentest.Stamp("2026-11-30T11:00:00Z")))
-		require.NotNil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-from&subscriptionFrom="+queentest.Stamp("2026-11-30T11:00:00Z")))
-		require.Nil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-later&subscriptionFrom="+queentest.Stamp("2026-11-30T13:00:00.000Z")))
+		require.NotNil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-from-new&subscriptionMode=new&subscriptionFrom="+itest.Stamp("2026-11-30T11:00:00Z")))
+		require.NotNil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-from&subscriptionFrom="+itest.Stamp("2026-11-30T11:00:00Z")))
+		require.Nil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g-later&subscriptionFrom="+itest.Stamp("2026-11-30T13:00:00.000Z")))
 		require.NotNil(t, e.pop("/api/v1/pop/queue/s"), "queue mode reads from the oldest message")
 		e.push("s", "", "new", 2)
 		for _, g := range []string{"g-default", "g-new-only", "g-now"} {
@@ -339,7 +339,7 @@ func TestPop_LongPoll(t *testing.T) {
 			e.h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/pop/queue/lp?wait=true&timeout=30000", nil))
 			done <- result{rec, time.Since(start)}
 		}()
-		queentest.AwaitWaiting(t, e.b, 1)
+		itest.AwaitWaiting(t, e.b, 1)
 		e.push("lp", "", "wake", 1)
 		select {
 		case r := <-done:
@@ -369,7 +369,7 @@ func TestPop_LongPoll(t *testing.T) {
 			e.h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/pop/queue/gone?wait=true&timeout=60000", nil).WithContext(ctx))
 			done <- rec.Code
 		}()
-		queentest.AwaitWaiting(t, e.b, 1)
+		itest.AwaitWaiting(t, e.b, 1)
 		cancel()
 		select {
 		case code := <-done:
@@ -388,7 +388,7 @@ func TestPop_LongPoll(t *testing.T) {
 			e.h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/pop/queue/closing?wait=true&timeout=60000", nil))
 			done <- rec
 		}()
-		queentest.AwaitWaiting(t, e.b, 1)
+		itest.AwaitWaiting(t, e.b, 1)
 		require.NoError(t, e.b.Close())
 		select {
 		case rec := <-done:
@@ -547,9 +547,9 @@ func TestLeaseExtend(t *testing.T) {
 	path := "/api/v1/lease/" + m["leaseId"].(string) + "/extend"
 	res := e.arr("POST", path, `{}`, http.StatusOK)
 	require.Equal(t, []any{map[string]any{"index": 0.0, "leaseId": m["leaseId"], "success": true, "error": nil,
-		"expiresAt": queentest.Stamp("2026-11-30T12:01:00.000Z")}}, res)
+		"expiresAt": itest.Stamp("2026-11-30T12:01:00.000Z")}}, res)
 	res = e.arr("POST", path, `{"seconds":120}`, http.StatusOK)
-	require.Equal(t, queentest.Stamp("2026-11-30T12:02:00.000Z"), res[0].(map[string]any)["expiresAt"])
+	require.Equal(t, itest.Stamp("2026-11-30T12:02:00.000Z"), res[0].(map[string]any)["expiresAt"])
 
 	e.clock.Advance(121 * time.Second)
 	r := e.arr("POST", path, `{}`, http.StatusOK)[0].(map[string]any)
@@ -706,7 +706,7 @@ func TestPop_ManyParkedLongPolls(t *testing.T) {
 			got <- v.Messages[0].TransactionID
 		}()
 	}
-	queentest.AwaitWaiting(t, e.b, n)
+	itest.AwaitWaiting(t, e.b, n)
 	items := make([]any, n)
 	for i := range items {
 		items[i] = map[string]any{"queue": "many", "partition": fmt.Sprint("p", i), "transactionId": fmt.Sprint("t", i)}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -36,7 +36,7 @@ func TestResources(t *testing.T) {
 		require.Regexp(t, uuidRE, orders["id"])
 		require.Equal(t, "shop", orders["namespace"])
 		require.Equal(t, "bill", orders["task"])
-		require.Equal(t, queentest.Stamp("2026-11-30T12:00:00.000Z"), orders["createdAt"])
+		require.Equal(t, itest.Stamp("2026-11-30T12:00:00.000Z"), orders["createdAt"])
 		require.EqualValues(t, 3, orders["partitions"])
 		require.Equal(t, map[string]any{"total": 3.0, "pending": 1.0, "processing": 1.0, "completed": 1.0, "failed": 0.0, "deadLetter": 1.0},
 			orders["messages"])
@@ -57,8 +57,8 @@ func TestResources(t *testing.T) {
 		require.Equal(t, "a", a["name"])
 		require.Regexp(t, uuidRE, a["id"])
 		require.Equal(t, map[string]any{"total": 2.0, "pending": 0.0, "processing": 1.0, "completed": 1.0, "failed": 0.0, "deadLetter": 1.0}, a["stats"])
-		require.Equal(t, queentest.Stamp("2026-11-30T12:00:00.000Z"), a["oldestMessage"])
-		require.Equal(t, queentest.Stamp("2026-11-30T12:00:00.000Z"), a["newestMessage"])
+		require.Equal(t, itest.Stamp("2026-11-30T12:00:00.000Z"), a["oldestMessage"])
+		require.Equal(t, itest.Stamp("2026-11-30T12:00:00.000Z"), a["newestMessage"])
 		require.NotContains(t, a, "cursor")
 		e.fails("GET", "/api/v1/resources/queues/none", nil, http.StatusNotFound, "Queue not found")
 	})
@@ -110,7 +110,7 @@ func TestResources(t *testing.T) {
 		require.EqualValues(t, 1, totals["deadLetter"])
 		a := res["partitions"].([]any)[1].(map[string]any)
 		require.Equal(t, map[string]any{"totalConsumed": 1.0, "batchesConsumed": 0.0}, a["cursor"])
-		require.Equal(t, queentest.Stamp("2026-11-30T12:00:01.000Z"), a["lastActivity"], "the ack after the push")
+		require.Equal(t, itest.Stamp("2026-11-30T12:00:01.000Z"), a["lastActivity"], "the ack after the push")
 		e.fails("GET", "/api/v1/status/queues/none", nil, http.StatusNotFound, "Queue not found")
 
 		res = e.obj("GET", "/api/v1/status/queues/orders/messages?limit=2", nil, http.StatusOK)
@@ -235,7 +235,7 @@ func TestTraces(t *testing.T) {
 	require.Equal(t, map[string]any{"charged": true}, first["data"])
 	require.Equal(t, "billing", first["consumer_group"])
 	require.Nil(t, first["worker_id"])
-	require.Equal(t, queentest.Stamp("2026-11-30T12:00:00.000Z"), first["created_at"])
+	require.Equal(t, itest.Stamp("2026-11-30T12:00:00.000Z"), first["created_at"])
 	require.Equal(t, []any{"order-1", "vip"}, first["trace_names"])
 	second := got[1].(map[string]any)
 	require.Equal(t, "info", second["event_type"])
@@ -256,7 +256,7 @@ func TestTraces(t *testing.T) {
 
 	names := e.obj("GET", "/api/v1/traces/names", nil, http.StatusOK)
 	require.EqualValues(t, 2, names["total"])
-	require.Equal(t, map[string]any{"trace_name": "order-1", "trace_count": 2.0, "message_count": 1.0, "last_seen": queentest.Stamp("2026-11-30T12:00:00.001Z")},
+	require.Equal(t, map[string]any{"trace_name": "order-1", "trace_count": 2.0, "message_count": 1.0, "last_seen": itest.Stamp("2026-11-30T12:00:00.001Z")},
 		names["trace_names"].([]any)[0])
 	require.Equal(t, map[string]any{"limit": 50.0, "offset": 0.0}, names["pagination"])
 

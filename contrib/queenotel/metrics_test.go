@@ -11,7 +11,8 @@ import (
 
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/contrib/queenotel"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -114,7 +115,7 @@ func traffic(t *testing.T, b *queen.Broker) {
 }
 
 func TestRegisterMetrics_CountersMatchBroker(t *testing.T) {
-	clock := queentest.NewClock()
+	clock := itest.NewClock()
 	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
 	r, mp := newReader(t)
 	_, err := queenotel.RegisterMetrics(b, &queenotel.MetricsOptions{MeterProvider: mp})
@@ -164,7 +165,7 @@ func TestRegisterMetrics_CountersMatchBroker(t *testing.T) {
 }
 
 func TestRegisterMetrics_QueueAndGroupGauges(t *testing.T) {
-	clock := queentest.NewClock()
+	clock := itest.NewClock()
 	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
 	traffic(t, b)
 	clock.Advance(30 * time.Second) // inside the audit lease (60 s)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/contrib/queenotel"
-	"github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"

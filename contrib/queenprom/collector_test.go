@@ -18,7 +18,8 @@ import (
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/contrib/queenprom"
 	"github.com/queenlite/queen/httpapi"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -105,7 +106,7 @@ func traffic(t *testing.T, b *queen.Broker) {
 }
 
 func TestCollector_CountersMatchBroker(t *testing.T) {
-	clock := queentest.NewClock()
+	clock := itest.NewClock()
 	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
 	c, err := queenprom.NewCollector(b, nil)
 	require.NoError(t, err)
@@ -155,7 +156,7 @@ func TestCollector_CountersMatchBroker(t *testing.T) {
 }
 
 func TestCollector_QueueAndGroupGauges(t *testing.T) {
-	clock := queentest.NewClock()
+	clock := itest.NewClock()
 	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
 	traffic(t, b)
 	clock.Advance(30 * time.Second) // inside the audit lease (60 s)
@@ -225,7 +226,7 @@ queen_consumer_inflight_messages{group="billing",queue="orders"} 0
 // on /metrics/prometheus (but its uptime) is reported by the collector
 // with the same type, help, labels and values.
 func TestCollector_AgreesWithHTTPAPI(t *testing.T) {
-	clock := queentest.NewClock()
+	clock := itest.NewClock()
 	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
 	traffic(t, b)
 	clock.Advance(7 * time.Second)

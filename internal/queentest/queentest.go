@@ -1,5 +1,9 @@
-// Package queentest opens brokers for tests: in memory by default, or on
-// disk, and closed when the test ends.
+// Package queentest holds the test helpers only this module's own tests
+// use, next to the public [github.com/queenlite/queen/queentest] (brokers
+// in memory, the fake clock, assertions): running a test on memory and on
+// disk, opening a broker on a directory, the fake clock's start moved by
+// QUEENTEST_EPOCH, a log sink, and the hooks that see parked pops. Tests
+// import it as itest.
 package queentest
 
 import (
@@ -13,29 +17,22 @@ import (
 
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/internal/testhook"
+	"github.com/queenlite/queen/queentest"
 )
 
-// NewBroker opens an in-memory broker closed by tb.Cleanup. opts may be nil.
-func NewBroker(tb testing.TB, opts *queen.Options) *queen.Broker {
+// OpenDir opens a broker on dir with opts (nil for defaults; DrainTimeout
+// defaults to [queentest.DrainTimeout], as in [queentest.NewBroker]) and
+// closes it when the test ends, unless the test closed it first.
+func OpenDir(tb testing.TB, dir string, opts *queen.Options) *queen.Broker {
 	tb.Helper()
 	o := queen.Options{}
 	if opts != nil {
 		o = *opts
 	}
-	o.InMemory = true
-	b, err := queen.Open("", &o)
-	if err != nil {
-		tb.Fatalf("queentest: open: %v", err)
+	if o.DrainTimeout == 0 {
+		o.DrainTimeout = queentest.DrainTimeout
 	}
-	tb.Cleanup(func() { _ = b.Close() })
-	return b
-}
-
-// OpenDir opens a broker on dir with opts (nil for defaults) and closes it
-// when the test ends, unless the test closed it first.
-func OpenDir(tb testing.TB, dir string, opts *queen.Options) *queen.Broker {
-	tb.Helper()
-	b, err := queen.Open(dir, opts)
+	b, err := queen.Open(dir, &o)
 	if err != nil {
 		tb.Fatalf("queentest: open %s: %v", dir, err)
 	}
@@ -59,7 +56,7 @@ func Run(t *testing.T, opts *queen.Options, fn func(t *testing.T, b *queen.Broke
 				t.Parallel() // a fake clock shared by both runs must not move under the other
 			}
 			if !disk {
-				fn(t, NewBroker(t, opts))
+				fn(t, queentest.NewBroker(t, opts))
 				return
 			}
 			o := queen.Options{}
@@ -71,14 +68,6 @@ func Run(t *testing.T, opts *queen.Options, fn func(t *testing.T, b *queen.Broke
 			fn(t, OpenDir(t, t.TempDir(), &o))
 		})
 	}
-}
-
-// Clock is a fake [queen.Clock] that moves only when told to. Brokers
-// using it wake their timers when it moves.
-type Clock struct {
-	mu      sync.Mutex
-	now     time.Time
-	changed chan struct{}
 }
 
 // DefaultEpoch is where [NewClock] starts unless the environment variable
@@ -137,42 +126,9 @@ func Stamp(s string) string {
 	return Shift(t).UTC().Format(layout)
 }
 
-// NewClock returns a fake clock set to [Epoch].
-func NewClock() *Clock {
-	return &Clock{now: Epoch(), changed: make(chan struct{})}
-}
-
-// Changed returns a channel closed the next time the clock moves.
-func (c *Clock) Changed() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.changed
-}
-
-// Now returns the fake time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward by d.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	close(c.changed)
-	c.changed = make(chan struct{})
-	c.mu.Unlock()
-}
-
-// Set moves the clock to t, forward or back.
-func (c *Clock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	close(c.changed)
-	c.changed = make(chan struct{})
-	c.mu.Unlock()
-}
+// NewClock returns a fake clock set to [Epoch]: the clock of the
+// project's own tests, which must pass with QUEENTEST_EPOCH set.
+func NewClock() *queentest.Clock { return queentest.NewClock(Epoch()) }
 
 // LogBuffer is a bytes.Buffer safe for concurrent writers: a log sink for
 // a broker's or a handler's *slog.Logger in tests.
