@@ -15,6 +15,9 @@ import (
 // [WaitOutcome] wait before they fail the test.
 const WaitTimeout = 10 * time.Second
 
+// waitTimeout is WaitTimeout; the package's own tests shorten it.
+var waitTimeout = WaitTimeout
+
 // pollTick is how often the wait helpers look at the broker again.
 const pollTick = 2 * time.Millisecond
 
@@ -30,7 +33,7 @@ const pollTick = 2 * time.Millisecond
 // is not drained until the test advances the clock past it.
 func WaitDrained(tb testing.TB, b *queen.Broker, queue, group string) {
 	tb.Helper()
-	deadline := time.Now().Add(WaitTimeout)
+	deadline := time.Now().Add(waitTimeout)
 	for {
 		done, state, err := drained(b, queue, group)
 		if err != nil {
@@ -41,7 +44,7 @@ func WaitDrained(tb testing.TB, b *queen.Broker, queue, group string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("queentest: WaitDrained(%q, %q): not drained after %s: %s", queue, group, WaitTimeout, state)
+			tb.Fatalf("queentest: WaitDrained(%q, %q): not drained after %s: %s", queue, group, waitTimeout, state)
 			return
 		}
 		time.Sleep(pollTick)
@@ -86,14 +89,14 @@ func drained(b *queen.Broker, queue, group string) (bool, string, error) {
 // [WaitTimeout].
 func WaitOutcome(tb testing.TB, b *queen.Broker, outcome queen.Outcome, n int64) {
 	tb.Helper()
-	deadline := time.Now().Add(WaitTimeout)
+	deadline := time.Now().Add(waitTimeout)
 	for {
 		got := b.Counters().Consumed[outcome]
 		if got >= n {
 			return
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("queentest: WaitOutcome(%q, %d): %d after %s", outcome, n, got, WaitTimeout)
+			tb.Fatalf("queentest: WaitOutcome(%q, %d): %d after %s", outcome, n, got, waitTimeout)
 			return
 		}
 		time.Sleep(pollTick)
