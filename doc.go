@@ -90,7 +90,9 @@
 // Retry delays are not: a partition waiting out its RetryDelay is served at
 // once after a restart.
 //
-// [Options.InMemory] keeps everything in memory, for tests.
+// [Options.InMemory] keeps everything in memory, for tests. Package
+// [github.com/queenlite/queen/queentest] opens such a broker for one test,
+// with a fake [Clock] that moves leases and retry delays without sleeping.
 //
 // # Concurrency
 //

@@ -1,15 +1,17 @@
 // Package queentest helps test code that uses a [queen.Broker]: an
 // in-memory broker closed when the test ends, a fake clock that moves
-// leases, retry delays, delayed processing and retention without
-// sleeping, and a few assertions on what a queue holds.
+// leases, retry delays, delayed processing and window buffers without
+// sleeping (and retention, at the next [queen.Broker.Maintain]), and a few
+// assertions on what a queue holds.
 //
 // A test opens a broker on a fake clock, runs the code under test, moves
 // the clock past a deadline and checks the result:
 //
 //	clock := queentest.NewClock(time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC))
 //	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
-//	// ... the code under test pops a message and never acks it ...
-//	clock.Advance(time.Minute) // its lease runs out; a waiting pop gets it at once
+//	// ... a worker of the code under test takes a message under a 30 s
+//	// lease and hangs; another worker waits for work ...
+//	clock.Advance(30 * time.Second) // the lease runs out: the waiting worker gets the message at once
 //	queentest.WaitDrained(t, b, "emails", "")
 //
 // The helpers take the test's [testing.TB] and fail the test (with
@@ -62,8 +64,12 @@ func NewBroker(tb testing.TB, opts *queen.Options) *queen.Broker {
 // Clock is a fake [queen.Clock] that moves only when told to, by
 // [Clock.Advance] or [Clock.Set]. It is a [queen.SignalingClock]: a broker
 // using it wakes its timers when it moves, so a pop waiting for a lease to
-// end or a retry delay to pass returns as soon as the clock passes that
-// time. A Clock is safe for concurrent use.
+// end, a retry delay to pass or a delayed message to come due returns as
+// soon as the clock passes that time. Retention and MaxWaitTime are
+// applied by the broker's maintenance, which runs on real time
+// ([queen.Options.MaintenanceInterval]): after moving the clock, a test
+// calls [queen.Broker.Maintain] to apply them at once. A Clock is safe for
+// concurrent use.
 type Clock struct {
 	mu      sync.Mutex
 	now     time.Time

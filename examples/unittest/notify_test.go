@@ -5,13 +5,12 @@ import (
 	"testing"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
 func TestNotifier_WelcomeIsQueuedOnce(t *testing.T) {
-	b, err := queen.Open("", &queen.Options{InMemory: true}) // the whole broker, in memory
-	require.NoError(t, err)
-	t.Cleanup(func() { b.Close() })
+	b := queentest.NewBroker(t, nil) // the whole broker, in memory, closed when the test ends
 
 	n := &Notifier{Broker: b}
 	ctx := context.Background()
