@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
 )
 
 // BenchmarkParkedLongPoll measures what one parked long-poll costs while
@@ -57,7 +57,7 @@ func BenchmarkParkedLongPoll(b *testing.B) {
 					errs <- err
 				})
 			}
-			queentest.AwaitWaiting(b, broker, b.N)
+			itest.AwaitWaiting(b, broker, b.N)
 			b.StopTimer()
 			runtime.GC()
 			runtime.ReadMemStats(&ms1)
