@@ -35,10 +35,11 @@ const DrainTimeout = 2 * time.Second
 
 // NewBroker opens an in-memory broker with opts (nil for the defaults;
 // InMemory is set, and DrainTimeout defaults to [DrainTimeout]) and closes
-// it when the test ends, after the cleanups registered later (such as a
-// consumer's context cancelled by a deferred or registered cancel). A
-// failure to open fails the test; so does an error from Close, such as a
-// [queen.DrainError] naming handlers still running when the test ended.
+// it in a cleanup of tb: after the test function's deferred calls and the
+// cleanups registered later (which run first), such as one cancelling the
+// context of a consumer. A failure to open fails the test; so does an
+// error from Close, such as a [queen.DrainError] naming handlers still
+// running when the test ended.
 func NewBroker(tb testing.TB, opts *queen.Options) *queen.Broker {
 	tb.Helper()
 	o := queen.Options{}
