@@ -6,15 +6,16 @@ import (
 	"time"
 )
 
-// Admin gathers the broker's administrative calls under the names Queen's
-// clients give them. Every method delegates to the [Broker] method it
-// names; get one with [Broker.Admin].
+// Admin gathers a client's administrative calls under the names Queen's
+// clients give them. Every method delegates to the [Client] method it
+// names ([Broker] in process); get one with [Broker.Admin] or the Admin
+// method of any [Client].
 type Admin struct {
-	b *Broker
+	c Client
 }
 
 // Admin returns the administrative calls of b.
-func (b *Broker) Admin() *Admin { return &Admin{b: b} }
+func (b *Broker) Admin() *Admin { return &Admin{c: b} }
 
 // SeekConsumerGroupOptions says where [Admin.SeekConsumerGroup] moves a
 // group: to the first message pushed at or after Timestamp (RFC 3339), or
@@ -42,7 +43,7 @@ func (a *Admin) SeekConsumerGroup(ctx context.Context, group, queue string, opts
 	if err != nil {
 		return nil, err
 	}
-	return a.b.SeekGroup(ctx, group, queue, so)
+	return a.c.SeekGroup(ctx, group, queue, so)
 }
 
 // SeekPartition is SeekConsumerGroup for one partition; see
@@ -52,83 +53,83 @@ func (a *Admin) SeekPartition(ctx context.Context, group, queue, partition strin
 	if err != nil {
 		return nil, err
 	}
-	return a.b.SeekPartition(ctx, group, queue, partition, so)
+	return a.c.SeekPartition(ctx, group, queue, partition, so)
 }
 
 // DeleteConsumerGroup removes group's cursors on queue (every queue when
 // queue is ""); see [Broker.DeleteGroup].
 func (a *Admin) DeleteConsumerGroup(ctx context.Context, group, queue string, deleteMetadata bool) (int, error) {
-	return a.b.DeleteGroup(ctx, group, queue, deleteMetadata)
+	return a.c.DeleteGroup(ctx, group, queue, deleteMetadata)
 }
 
 // UpdateConsumerGroupSubscription moves group's start point to from; see
 // [Broker.SetGroupSubscription].
 func (a *Admin) UpdateConsumerGroupSubscription(ctx context.Context, group string, from time.Time) (int, error) {
-	return a.b.SetGroupSubscription(ctx, group, from)
+	return a.c.SetGroupSubscription(ctx, group, from)
 }
 
 // ListConsumerGroups describes the consumer groups, or only group when it
 // is not empty; see [Broker.ListGroups].
 func (a *Admin) ListConsumerGroups(ctx context.Context, group string) ([]GroupStats, error) {
-	return a.b.ListGroups(ctx, group)
+	return a.c.ListGroups(ctx, group)
 }
 
 // ListDLQ lists dead letters; see [Broker.DeadLetters].
 func (a *Admin) ListDLQ(ctx context.Context, f LetterFilter) (*LetterPage, error) {
-	return a.b.DeadLetters(ctx, f)
+	return a.c.DeadLetters(ctx, f)
 }
 
 // ReplayDLQ pushes a copy of a dead letter back; see
 // [Broker.ReplayDeadLetter].
 func (a *Admin) ReplayDLQ(ctx context.Context, id string) (*ReplayResult, error) {
-	return a.b.ReplayDeadLetter(ctx, id)
+	return a.c.ReplayDeadLetter(ctx, id)
 }
 
 // DeleteDLQ removes a dead letter; see [Broker.DeleteDeadLetter].
 func (a *Admin) DeleteDLQ(ctx context.Context, id string) error {
-	return a.b.DeleteDeadLetter(ctx, id)
+	return a.c.DeleteDeadLetter(ctx, id)
 }
 
 // ListParked lists parked messages; see [Broker.ParkedMessages].
 func (a *Admin) ListParked(ctx context.Context, f LetterFilter) (*LetterPage, error) {
-	return a.b.ParkedMessages(ctx, f)
+	return a.c.ParkedMessages(ctx, f)
 }
 
 // ReplayParked pushes a copy of a parked message back; see
 // [Broker.ReplayParked].
 func (a *Admin) ReplayParked(ctx context.Context, id string) (*ReplayResult, error) {
-	return a.b.ReplayParked(ctx, id)
+	return a.c.ReplayParked(ctx, id)
 }
 
 // DeleteParked removes a parked message; see [Broker.DeleteParked].
 func (a *Admin) DeleteParked(ctx context.Context, id string) error {
-	return a.b.DeleteParked(ctx, id)
+	return a.c.DeleteParked(ctx, id)
 }
 
 // ConfigureQueue creates or reconfigures a queue; see
 // [Broker.ConfigureQueue].
 func (a *Admin) ConfigureQueue(ctx context.Context, name string, cfg QueueConfig) (*QueueInfo, error) {
-	return a.b.ConfigureQueue(ctx, name, cfg)
+	return a.c.ConfigureQueue(ctx, name, cfg)
 }
 
 // DeleteQueue deletes a queue and everything in it; see
 // [Broker.DeleteQueue].
 func (a *Admin) DeleteQueue(ctx context.Context, name string) (existed bool, err error) {
-	return a.b.DeleteQueue(ctx, name)
+	return a.c.DeleteQueue(ctx, name)
 }
 
 // GetQueue describes a queue; see [Broker.DescribeQueue].
 func (a *Admin) GetQueue(ctx context.Context, name string) (*QueueInfo, error) {
-	return a.b.DescribeQueue(ctx, name)
+	return a.c.DescribeQueue(ctx, name)
 }
 
 // QueueStats describes a queue, its partitions and cursors; see
 // [Broker.QueueStats].
 func (a *Admin) QueueStats(ctx context.Context, name string) (*QueueStats, error) {
-	return a.b.QueueStats(ctx, name)
+	return a.c.QueueStats(ctx, name)
 }
 
 // ListQueues describes every queue; see [Broker.ListQueues].
 func (a *Admin) ListQueues(ctx context.Context) ([]QueueStats, error) {
-	return a.b.ListQueues(ctx)
+	return a.c.ListQueues(ctx)
 }

@@ -17,7 +17,7 @@ import (
 // the call that finishes the chain (Pop, Consume, Push, Fetch), naming the
 // option at fault.
 type QueueBuilder struct {
-	b                *Broker
+	h                host
 	queue            string
 	partition        string
 	group            string
@@ -47,8 +47,10 @@ type QueueBuilder struct {
 // consumer group), long polls (Wait(true), 30 s), the broker choosing
 // batch sizes (Autopilot(true)), the consume loop acking for the handler
 // (AutoAck(true)), one handler at a time.
-func (b *Broker) Queue(name string) *QueueBuilder {
-	return &QueueBuilder{b: b, queue: name, wait: true, autoAck: true, autopilot: true, concurrency: 1}
+func (b *Broker) Queue(name string) *QueueBuilder { return newQueueBuilder(b, name) }
+
+func newQueueBuilder(h host, name string) *QueueBuilder {
+	return &QueueBuilder{h: h, queue: name, wait: true, autoAck: true, autopilot: true, concurrency: 1}
 }
 
 func (q *QueueBuilder) with(f func(*QueueBuilder)) *QueueBuilder {
@@ -213,7 +215,8 @@ func (q *QueueBuilder) Concurrency(n int) *QueueBuilder {
 }
 
 // DrainTimeout bounds how long stopping a consume loop waits for running
-// handlers. Defaults to Options.DrainTimeout (20 s).
+// handlers. Defaults to the client's: Options.DrainTimeout for a [Broker],
+// 20 s unless configured otherwise.
 func (q *QueueBuilder) DrainTimeout(d time.Duration) *QueueBuilder {
 	if d < 0 {
 		return q.fail("DrainTimeout", "must not be negative")
@@ -282,7 +285,7 @@ func (q *QueueBuilder) Pop(ctx context.Context) ([]*Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := q.b.Pop(ctx, req)
+	res, err := q.h.Pop(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -310,7 +313,7 @@ func (q *QueueBuilder) Push(ctx context.Context, payloads ...any) ([]PushResult,
 		}
 		items[i] = PushItem{Queue: q.queue, Partition: q.partition, Payload: raw}
 	}
-	return q.b.Push(ctx, items)
+	return q.h.Push(ctx, items)
 }
 
 // Fetch reads the named partitions by offset, with no group, lease or ack:
@@ -323,7 +326,7 @@ func (q *QueueBuilder) Fetch(ctx context.Context, partitions []string) (map[stri
 	}
 	out := make(map[string]*FetchResult, len(partitions))
 	for _, p := range partitions {
-		res, err := q.b.Fetch(ctx, q.queue, p, q.fromOffset, q.batch)
+		res, err := q.h.Fetch(ctx, q.queue, p, q.fromOffset, q.batch)
 		if err != nil {
 			return nil, fmt.Errorf("queen: fetch %s/%s: %w", q.queue, p, err)
 		}

@@ -178,7 +178,7 @@ func (c *Consumer) Start(ctx context.Context) error {
 	if c.err != nil {
 		return c.err
 	}
-	if err := c.q.b.startErr(); err != nil {
+	if err := c.q.h.usableErr(); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -289,7 +289,7 @@ type job struct {
 
 // run is one execution of a Consumer.
 type run struct {
-	b            *Broker
+	h            host
 	req          PopRequest
 	group        string // group name for events
 	ackGroup     string // group for acks ("" in queue mode)
@@ -343,7 +343,7 @@ func newRun(c *Consumer, ctx context.Context) *run {
 	q := &c.q
 	req, _ := q.popRequest() // validated by Consume
 	r := &run{
-		b: q.b, req: req, group: groupName(req.Group), ackGroup: req.Group,
+		h: q.h, req: req, group: groupName(req.Group), ackGroup: req.Group,
 		each: c.each, batch: c.batch, lanes: c.each != nil || q.each,
 		onSuccess: c.onSuccess, onError: c.onError, onSettled: c.onSettled,
 		retry: q.retry, n: q.concurrency, limit: q.limit, idle: q.idle, renew: q.renew, lease: q.lease,
@@ -357,7 +357,7 @@ func newRun(c *Consumer, ctx context.Context) *run {
 		lastActive:   time.Now(),
 	}
 	if r.drainTimeout == 0 {
-		r.drainTimeout = r.b.opts.DrainTimeout
+		r.drainTimeout = r.h.defaultDrain()
 	}
 	r.userSettles = !q.autoAck || r.onSuccess != nil || r.onError != nil
 	r.ends = [2]context.Context{ctx, c.parent}
@@ -371,7 +371,7 @@ func newRun(c *Consumer, ctx context.Context) *run {
 }
 
 func (r *run) start(ctx, parent context.Context) {
-	r.b.consumer.add(r)
+	r.h.loops().add(r)
 	stop := func() { r.drain(time.Now().Add(r.drainTimeout), nil) }
 	r.mu.Lock()
 	r.unhook = append(r.unhook, context.AfterFunc(ctx, stop))
@@ -418,7 +418,7 @@ func (r *run) finish() {
 		r.popCancel()
 		r.hcancel()
 		close(r.over)
-		r.b.consumer.remove(r)
+		r.h.loops().remove(r)
 		r.mu.Lock()
 		unhook := r.unhook
 		r.mu.Unlock()
@@ -553,7 +553,7 @@ func (r *run) fetch() {
 		}
 		r.mu.Unlock()
 
-		res, err := r.b.Pop(r.popCtx, req)
+		res, err := r.h.Pop(r.popCtx, req)
 		if err != nil {
 			if r.popCtx.Err() != nil {
 				return
@@ -590,6 +590,9 @@ func (r *run) fetch() {
 		}
 		r.pending = append(r.pending, jobs...)
 		r.leases[res.LeaseID] += len(jobs)
+		for range jobs {
+			r.h.track(res.LeaseID)
+		}
 		r.cond.Broadcast()
 		r.mu.Unlock()
 	}
@@ -649,6 +652,7 @@ func (r *run) work() {
 
 // leaseDone forgets one job of j's lease for renewals. Under r.mu.
 func (r *run) leaseDone(j *job) {
+	r.h.untrack(j.leaseID)
 	if n, ok := r.leases[j.leaseID]; ok {
 		if n <= 1 {
 			delete(r.leases, j.leaseID)
@@ -679,7 +683,7 @@ func (r *run) runLane(j *job) {
 		j.next++
 		r.mu.Unlock()
 
-		switch r.b.leaseState(msg) {
+		switch r.h.leaseState(msg) {
 		case leaseSettled: // the handler settled it ahead
 			continue
 		case leaseLost:
@@ -722,7 +726,7 @@ func (r *run) runBatch(j *job) {
 	r.mu.Unlock()
 	var live, lost []*Message
 	for _, m := range j.msgs {
-		switch r.b.leaseState(m) {
+		switch r.h.leaseState(m) {
 		case leaseHeld:
 			live = append(live, m)
 		case leaseLost:
@@ -781,13 +785,13 @@ func (r *run) handle(msgs, rest []*Message) (back bool) {
 // call runs the handler, turning a panic into a *PanicError.
 func (r *run) call(msgs []*Message) (err error) {
 	r.inflight.Add(1)
-	r.b.observe(Event{Kind: EventInFlight, Queue: r.req.Queue, Group: r.group, Count: 1})
+	r.h.observe(Event{Kind: EventInFlight, Queue: r.req.Queue, Group: r.group, Count: 1})
 	defer func() {
 		if p := recover(); p != nil {
 			err = &PanicError{Value: p}
 		}
 		r.inflight.Add(-1)
-		r.b.observe(Event{Kind: EventInFlight, Queue: r.req.Queue, Group: r.group, Count: -1})
+		r.h.observe(Event{Kind: EventInFlight, Queue: r.req.Queue, Group: r.group, Count: -1})
 	}()
 	if r.each != nil {
 		return r.each(r.hctx, msgs[0])
@@ -822,7 +826,7 @@ func (r *run) userSettle(msgs []*Message, herr error, d time.Duration, rest []*M
 		default:
 			err = herr
 		}
-		if err != nil && r.b.leaseState(m) == leaseHeld {
+		if err != nil && r.h.leaseState(m) == leaseHeld {
 			back = r.settle([]*Message{m}, err, true, d, rest) || back
 			continue
 		}
@@ -849,13 +853,14 @@ func (r *run) renewLoop() {
 		r.mu.Unlock()
 		d := r.lease
 		if d == 0 {
-			d = r.b.leaseTimeOf(r.req.Queue)
+			d = r.h.leaseFor(r.ackCtx, r.req.Queue)
 		}
 		for _, id := range ids {
-			_, err := r.b.RenewLease(r.ackCtx, id, d)
+			_, err := r.h.RenewLease(r.ackCtx, id, d)
 			switch {
 			case err == nil:
 			case errors.Is(err, ErrNotFound), errors.Is(err, ErrLeaseExpired):
+				r.h.lost(id)
 				r.mu.Lock()
 				delete(r.leases, id)
 				r.mu.Unlock()

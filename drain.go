@@ -56,6 +56,10 @@ type consumerSet struct {
 
 	umu     sync.Mutex
 	unusedN map[deliveryKey]int
+	// failures counts the handled deliveries of messages that carry no
+	// DeliveryAttempt (a backend that does not report it, such as Queen's
+	// own server): their attempts are counted here instead.
+	failures map[deliveryKey]int
 }
 
 // deliveryKey names a message as one group sees it.
@@ -95,13 +99,24 @@ func (s *consumerSet) used(m *Message) {
 func (s *consumerSet) forget(m *Message) {
 	s.umu.Lock()
 	delete(s.unusedN, keyOf(m))
+	delete(s.failures, keyOf(m))
 	s.umu.Unlock()
 }
 
 // attempt is how many times a handler has been given m, this delivery
-// included.
+// included. It is called once per failed handling of m.
 func (s *consumerSet) attempt(m *Message) int {
 	s.umu.Lock()
+	if m.DeliveryAttempt == 0 { // not reported: count the failures seen here
+		if s.failures == nil || len(s.failures) >= maxUnused {
+			s.failures = make(map[deliveryKey]int)
+		}
+		k := keyOf(m)
+		s.failures[k]++
+		n := s.failures[k]
+		s.umu.Unlock()
+		return n
+	}
 	n := m.DeliveryAttempt - s.unusedN[keyOf(m)]
 	s.umu.Unlock()
 	return max(n, 1)

@@ -44,6 +44,12 @@ var (
 	// an exclusive lock on it while it is open.
 	ErrLocked = errors.New("queen: directory in use")
 
+	// ErrUnsupported reports a call the backend cannot serve: a feature of
+	// this module that the server a remote [Client] talks to lacks (Queen's
+	// own server has no fetch by offset, no replay or delete of dead
+	// letters and no parked store). Nothing was changed.
+	ErrUnsupported = errors.New("queen: not supported by this backend")
+
 	// ErrTransactionAborted reports a transaction rolled back because one of
 	// its operations was refused; the error is a [*TransactionError].
 	ErrTransactionAborted = errors.New("queen: transaction aborted")

@@ -164,8 +164,8 @@ func (r *run) decide(msg *Message, err error) decision {
 		return decision{status: AckRetry, text: text, outcome: OutcomeReleased, unused: true}
 	}
 	if p := r.retry; p != nil {
-		attempt := r.b.consumer.attempt(msg)
-		if p.exhausted(attempt, msg.CreatedAt, r.b.clock.Now()) {
+		attempt := r.h.loops().attempt(msg)
+		if p.exhausted(attempt, msg.CreatedAt, r.h.clockNow()) {
 			return decision{status: AckDLQ, text: text, outcome: OutcomeDeadLettered}
 		}
 		return decision{status: AckRetry, delay: p.Backoff(attempt), text: text, outcome: OutcomeRetried}
@@ -200,12 +200,12 @@ func (r *run) settle(msgs []*Message, herr error, handled bool, d time.Duration,
 			}
 		}
 		for _, m := range marked {
-			r.b.consumer.unused(m)
+			r.h.loops().unused(m)
 		}
 	}
-	results, err := r.b.AckBatch(r.ackCtx, items)
+	results, err := r.h.AckBatch(r.ackCtx, items)
 	if err != nil {
-		r.b.log.Warn("queen: consume: ack failed", "queue", r.req.Queue, "group", r.group, "err", err)
+		r.h.logger().Warn("queen: consume: ack failed", "queue", r.req.Queue, "group", r.group, "err", err)
 		if errors.Is(err, ErrClosed) {
 			r.mu.Lock()
 			if r.loopErr == nil {
@@ -234,7 +234,7 @@ func (r *run) settle(msgs []*Message, herr error, handled bool, d time.Duration,
 		if ackErr == nil {
 			switch dec.outcome {
 			case OutcomeAccepted, OutcomeDeadLettered, OutcomeParked:
-				r.b.consumer.forget(m)
+				r.h.loops().forget(m)
 			default:
 				back = true
 			}
@@ -243,7 +243,7 @@ func (r *run) settle(msgs []*Message, herr error, handled bool, d time.Duration,
 	}
 	if !back {
 		for _, m := range marked {
-			r.b.consumer.used(m)
+			r.h.loops().used(m)
 		}
 	}
 	return back
@@ -258,19 +258,19 @@ func (r *run) giveBack(msgs []*Message) {
 	first := make(map[string]int) // partition id -> item index
 	var items []AckItem
 	for _, m := range msgs {
-		if _, ok := first[m.PartitionID]; ok || r.b.leaseState(m) != leaseHeld {
+		if _, ok := first[m.PartitionID]; ok || r.h.leaseState(m) != leaseHeld {
 			continue
 		}
 		first[m.PartitionID] = len(items)
 		items = append(items, AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Group: r.ackGroup, Status: AckRetry})
 	}
 	for _, m := range msgs {
-		r.b.consumer.unused(m)
+		r.h.loops().unused(m)
 	}
 	var results []AckResult
 	var err error
 	if len(items) > 0 {
-		results, err = r.b.AckBatch(r.ackCtx, items)
+		results, err = r.h.AckBatch(r.ackCtx, items)
 	}
 	r.unclaim(msgs, false)
 	r.observeReleased(len(msgs))
@@ -312,7 +312,7 @@ func (r *run) reportReleased(msgs []*Message) {
 // observeReleased counts n messages released unhandled.
 func (r *run) observeReleased(n int) {
 	if n > 0 {
-		r.b.observe(Event{Kind: EventConsume, Queue: r.req.Queue, Group: r.group, Outcome: OutcomeReleased, Count: n})
+		r.h.observe(Event{Kind: EventConsume, Queue: r.req.Queue, Group: r.group, Outcome: OutcomeReleased, Count: n})
 	}
 }
 
@@ -325,14 +325,14 @@ func (r *run) unclaim(msgs []*Message, count bool) {
 	r.mu.Unlock()
 	if count {
 		for _, m := range msgs {
-			r.b.consumer.unused(m)
+			r.h.loops().unused(m)
 		}
 	}
 }
 
 // report tells the Observer and the OnSettled callback what happened.
 func (r *run) report(msgs []*Message, dec decision, herr error, handled bool, ackErr error, it *AckItem, d time.Duration) {
-	r.b.observe(Event{Kind: EventConsume, Queue: r.req.Queue, Group: r.group, Outcome: dec.outcome, Count: len(msgs), Duration: d})
+	r.h.observe(Event{Kind: EventConsume, Queue: r.req.Queue, Group: r.group, Outcome: dec.outcome, Count: len(msgs), Duration: d})
 	for _, m := range msgs {
 		s := Settlement{Message: m, Outcome: dec.outcome, Err: herr, AckErr: ackErr, Handled: handled}
 		if it != nil {

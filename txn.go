@@ -212,11 +212,12 @@ func (b *Broker) unreserve(pr *pushReq) {
 // Transaction starts a transaction builder:
 //
 //	_, err := b.Transaction().Ack(msg, queen.AckCompleted, opts).Push(next).Commit(ctx)
-func (b *Broker) Transaction() *Transaction { return &Transaction{b: b} }
+func (b *Broker) Transaction() *Transaction { return &Transaction{c: b} }
 
-// Transaction gathers operations for [Broker.ExecTransaction].
+// Transaction gathers operations for the ExecTransaction of the [Client]
+// that started it ([Broker.ExecTransaction] in process).
 type Transaction struct {
-	b   *Broker
+	c   Client
 	ops []TxOp
 }
 
@@ -247,7 +248,8 @@ func (t *Transaction) Push(items ...PushItem) *Transaction {
 	return t
 }
 
-// Commit runs the gathered operations with [Broker.ExecTransaction].
+// Commit runs the gathered operations with the client's ExecTransaction
+// ([Broker.ExecTransaction] in process).
 func (t *Transaction) Commit(ctx context.Context) (*TxResult, error) {
-	return t.b.ExecTransaction(ctx, t.ops)
+	return t.c.ExecTransaction(ctx, t.ops)
 }
