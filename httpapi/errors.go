@@ -49,6 +49,8 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 		status, msg = http.StatusBadRequest, strings.TrimPrefix(err.Error(), "queen: ")
 	case errors.Is(err, queen.ErrNotFound):
 		status, msg = http.StatusNotFound, "not found"
+	case errors.Is(err, queen.ErrUnsupported):
+		status, msg = http.StatusNotFound, "not supported"
 	case errors.Is(err, queen.ErrLeaseExpired):
 		status, msg = http.StatusConflict, "Invalid or expired lease"
 	case errors.Is(err, queen.ErrQueueFull):

@@ -103,7 +103,17 @@ func (f failing) TraceNames(context.Context, int, int) (*queen.TraceNamePage, er
 }
 func (f failing) Counters() queen.Counters { return queen.Counters{} }
 
-func fakeEnv(t *testing.T, b httpapi.Broker) (*env, *itest.LogBuffer) {
+// The rest of queen.Client, which no route calls.
+func (f failing) Ack(context.Context, *queen.Message, bool, queen.AckOptions) (*queen.AckResult, error) {
+	return nil, f.err
+}
+func (f failing) Renew(context.Context, *queen.Message) (time.Time, error) { return time.Time{}, f.err }
+func (f failing) Queue(string) *queen.QueueBuilder                         { return nil }
+func (f failing) Transaction() *queen.Transaction                          { return nil }
+func (f failing) Admin() *queen.Admin                                      { return nil }
+func (f failing) Close() error                                             { return nil }
+
+func fakeEnv(t *testing.T, b queen.Client) (*env, *itest.LogBuffer) {
 	logs := &itest.LogBuffer{}
 	e := &env{t: t, h: httpapi.New(b, &httpapi.Options{Logger: slog.New(slog.NewTextHandler(logs, nil))})}
 	return e, logs

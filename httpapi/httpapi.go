@@ -64,8 +64,12 @@ import (
 	"github.com/queenlite/queen"
 )
 
-// Broker is what the handler needs from a broker: the methods of
-// [*queen.Broker] its routes call. Tests substitute fakes.
+// Broker is every method the routes call: those of [queen.Client] and the
+// few more of [*queen.Broker] that inspection routes use (messages,
+// traces, maintenance mode, counters and the clock). A [queen.Client]
+// given to [New] that has them all serves every route; any other client
+// (a remote one, say) serves the routes of queen.Client and answers the
+// others 404 {"error":"not supported"}. Tests substitute fakes.
 type Broker interface {
 	// Now is the broker's clock: lag, ages and rates are measured against it.
 	Now() time.Time
@@ -239,11 +243,16 @@ type handler struct {
 	rates    rateMeter
 }
 
-// New returns a handler serving Queen's REST API on b. It panics if b is
-// nil. opts may be nil.
-func New(b Broker, opts *Options) http.Handler {
-	if b == nil {
-		panic("httpapi: New called with a nil Broker")
+// New returns a handler serving Queen's REST API on c: a [*queen.Broker],
+// a remote client, or any [queen.Client] (see [Broker]). It panics if c
+// is nil. opts may be nil.
+func New(c queen.Client, opts *Options) http.Handler {
+	if c == nil {
+		panic("httpapi: New called with a nil Client")
+	}
+	b, ok := c.(Broker)
+	if !ok {
+		b = clientBroker{c}
 	}
 	var o Options
 	if opts != nil {
