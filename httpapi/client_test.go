@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/httpapi"
@@ -28,4 +29,23 @@ func TestNew_AnyClient(t *testing.T) {
 	e.fails("GET", "/api/v1/messages", nil, http.StatusNotFound, "not supported")
 	e.fails("GET", "/api/v1/traces/names", nil, http.StatusNotFound, "not supported")
 	e.fails("POST", "/api/v1/system/maintenance", `{"enabled":true}`, http.StatusNotFound, "not supported")
+}
+
+func TestAck_DelayMs(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil, nil)
+	e.arr("POST", "/api/v1/push", `{"items":[{"queue":"d","payload":{"n":1}}]}`, http.StatusCreated)
+	pop := e.obj("GET", "/api/v1/pop/queue/d", nil, http.StatusOK)
+	m := pop["messages"].([]any)[0].(map[string]any)
+	ack := map[string]any{"transactionId": m["transactionId"], "partitionId": m["partitionId"], "leaseId": m["leaseId"],
+		"status": "retry", "delayMs": 5000}
+	res := e.arr("POST", "/api/v1/ack", ack, http.StatusOK)
+	require.Equal(t, true, res[0].(map[string]any)["success"])
+
+	e.call("GET", "/api/v1/pop/queue/d", nil, http.StatusNoContent) // held back
+	e.clock.Advance(5 * time.Second)
+	e.obj("GET", "/api/v1/pop/queue/d", nil, http.StatusOK)
+
+	e.fails("POST", "/api/v1/ack", map[string]any{"transactionId": "t", "partitionId": m["partitionId"], "delayMs": -1},
+		http.StatusBadRequest, "delayMs must not be negative")
 }

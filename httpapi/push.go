@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/queenlite/queen"
 )
@@ -178,6 +179,9 @@ func parseAckFields(f *fields, missingTx, missingPart string) queen.AckItem {
 	it.Group = f.str("consumerGroup")
 	it.LeaseID = f.str("leaseId")
 	it.Error = f.str("error")
+	// delayMs, ours: a failed or retry ack holds the partition back this
+	// long (queen.AckItem.Delay).
+	it.Delay = f.duration("delayMs", 0, time.Millisecond)
 	if f.err != nil {
 		return it
 	}
