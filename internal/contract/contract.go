@@ -1,0 +1,943 @@
+// Package contract is the behaviour every [queen.Client] must show,
+// written once against the interface and run on each backend: an
+// in-memory broker, a broker on disk, and a remote client talking to a
+// broker through package httpapi. A test that only some backends can pass
+// does not belong here.
+package contract
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/queentest"
+	"github.com/stretchr/testify/require"
+)
+
+// Backend makes clients of one kind.
+type Backend struct {
+	Name string
+	// New returns a fresh client on an empty broker whose clock is clock,
+	// closed when t ends. Closing the client (or the broker behind it)
+	// early is allowed.
+	New func(t *testing.T, clock queen.Clock) queen.Client
+}
+
+// within bounds every wait of the suite; reaching it is a failure.
+const within = 10 * time.Second
+
+// env is one test's client and the fake clock of the broker behind it.
+type env struct {
+	t     *testing.T
+	c     queen.Client
+	clock *queentest.Clock
+	ctx   context.Context
+}
+
+// Run runs the whole suite on each backend, as parallel subtests.
+func Run(t *testing.T, backends []Backend) {
+	for _, b := range backends {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					t.Parallel()
+					clock := queentest.NewClock()
+					tc.fn(&env{t: t, c: b.New(t, clock), clock: clock, ctx: context.Background()})
+				})
+			}
+		})
+	}
+}
+
+var cases = []struct {
+	name string
+	fn   func(e *env)
+}{
+	{"PushPopAck", testPushPopAck},
+	{"DuplicatePush", testDuplicatePush},
+	{"ConsumeEach", testConsumeEach},
+	{"ConsumeBatch", testConsumeBatch},
+	{"ConsumeConcurrency", testConsumeConcurrency},
+	{"Outcomes", testOutcomes},
+	{"HandlerSettles", testHandlerSettles},
+	{"RetryPolicy", testRetryPolicy},
+	{"FailedAckSpendsBudget", testFailedAck},
+	{"Transaction", testTransaction},
+	{"TransactionAborts", testTransactionAborts},
+	{"LeaseExpiry", testLeaseExpiry},
+	{"RenewLease", testRenewLease},
+	{"QueueAdmin", testQueueAdmin},
+	{"Fetch", testFetch},
+	{"Seek", testSeek},
+	{"DeadLettersAndParked", testLetters},
+	{"Stats", testStats},
+	{"Groups", testGroups},
+	{"Errors", testErrors},
+	{"QueueFull", testQueueFull},
+	{"TooLarge", testTooLarge},
+	{"WaitingPopWakes", testWaitingPopWakes},
+	{"ContextCancel", testContextCancel},
+	{"CloseDrains", testCloseDrains},
+}
+
+// push pushes one message per payload to queue/partition and checks they
+// were queued.
+func (e *env) push(queue, partition string, payloads ...string) []queen.PushResult {
+	e.t.Helper()
+	items := make([]queen.PushItem, len(payloads))
+	for i, p := range payloads {
+		items[i] = queen.PushItem{Queue: queue, Partition: partition, Payload: json.RawMessage(p)}
+	}
+	res, err := e.c.Push(e.ctx, items)
+	require.NoError(e.t, err)
+	require.Len(e.t, res, len(items))
+	for _, r := range res {
+		require.Equal(e.t, queen.PushQueued, r.Status)
+	}
+	return res
+}
+
+func numbered(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf(`{"n":%d}`, i)
+	}
+	return out
+}
+
+func nOf(m *queen.Message) int {
+	d, _ := m.Decode()
+	f, _ := d["n"].(float64)
+	return int(f)
+}
+
+// popAll pops without waiting.
+func (e *env) pop(b *queen.QueueBuilder) []*queen.Message {
+	e.t.Helper()
+	msgs, err := b.Wait(false).Pop(e.ctx)
+	require.NoError(e.t, err)
+	return msgs
+}
+
+func (e *env) ackAll(msgs []*queen.Message) {
+	e.t.Helper()
+	for _, m := range msgs {
+		_, err := e.c.Ack(e.ctx, m, true, queen.AckOptions{})
+		require.NoError(e.t, err)
+	}
+}
+
+// settlements collects what a consumer reports.
+type settlements struct {
+	mu  sync.Mutex
+	all []queen.Settlement
+}
+
+func (s *settlements) add(x queen.Settlement) {
+	s.mu.Lock()
+	s.all = append(s.all, x)
+	s.mu.Unlock()
+}
+
+func (s *settlements) outcomes() map[int]queen.Outcome {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[int]queen.Outcome)
+	for _, x := range s.all {
+		if x.Handled {
+			out[nOf(x.Message)] = x.Outcome
+		}
+	}
+	return out
+}
+
+func testPushPopAck(e *env) {
+	t := e.t
+	res, err := e.c.Queue("orders").Partition("p1").Push(e.ctx, map[string]any{"n": 0}, json.RawMessage(`{"n":1}`), []byte(`{"n":2}`))
+	require.NoError(t, err)
+	require.Len(t, res, 3)
+	for i, r := range res {
+		require.Equal(t, queen.PushQueued, r.Status)
+		require.Equal(t, "orders", r.Queue)
+		require.Equal(t, "p1", r.Partition)
+		require.NotEmpty(t, r.MessageID)
+		require.NotEmpty(t, r.TransactionID)
+		require.NotEmpty(t, r.PartitionID)
+		require.EqualValues(t, i, r.Offset)
+	}
+
+	msgs := e.pop(e.c.Queue("orders").Batch(10))
+	require.Len(t, msgs, 3)
+	for i, m := range msgs {
+		require.Equal(t, i, nOf(m), "in push order")
+		require.Equal(t, res[i].MessageID, m.ID)
+		require.Equal(t, res[i].TransactionID, m.TransactionID)
+		require.Equal(t, "orders", m.Queue)
+		require.Equal(t, "p1", m.Partition)
+		require.Equal(t, res[i].PartitionID, m.PartitionID)
+		require.Equal(t, queen.QueueModeGroup, m.ConsumerGroup)
+		require.NotEmpty(t, m.LeaseID)
+		require.EqualValues(t, i, m.Offset)
+		require.Equal(t, 1, m.DeliveryAttempt)
+		require.Equal(t, e.clock.Now().UTC(), m.CreatedAt.UTC().Truncate(time.Microsecond))
+		require.NotNil(t, m.Data, "the builder decodes object payloads")
+	}
+	require.Empty(t, e.pop(e.c.Queue("orders")), "the partition is leased")
+
+	results, err := e.c.AckBatch(e.ctx, []queen.AckItem{
+		{TransactionID: msgs[0].TransactionID, PartitionID: msgs[0].PartitionID, LeaseID: msgs[0].LeaseID},
+		{TransactionID: msgs[1].TransactionID, PartitionID: msgs[1].PartitionID, LeaseID: msgs[1].LeaseID, Status: queen.AckCompleted},
+	})
+	require.NoError(t, err)
+	require.Len(t, results, 2)
+	for i, r := range results {
+		require.True(t, r.Success, "item %d: %v", i, r.Err)
+		require.Equal(t, msgs[i].TransactionID, r.TransactionID)
+		require.Equal(t, "orders", r.Queue)
+		require.Equal(t, "p1", r.Partition)
+	}
+	r, err := e.c.Ack(e.ctx, msgs[2], true, queen.AckOptions{})
+	require.NoError(t, err)
+	require.True(t, r.Success)
+	require.True(t, r.LeaseReleased, "the last ack of the batch frees the partition")
+	require.Empty(t, e.pop(e.c.Queue("orders")))
+
+	// An empty payload is JSON null; a scalar stays as pushed.
+	e.push("scalars", "", ``, `7`, `"s"`)
+	got := e.pop(e.c.Queue("scalars").Batch(3))
+	require.Len(t, got, 3)
+	require.JSONEq(t, `null`, string(got[0].Payload))
+	require.JSONEq(t, `7`, string(got[1].Payload))
+	require.JSONEq(t, `"s"`, string(got[2].Payload))
+	require.Nil(t, got[1].Data)
+}
+
+func testDuplicatePush(e *env) {
+	t := e.t
+	item := queen.PushItem{Queue: "dup", TransactionID: "order-1", Payload: json.RawMessage(`{"n":1}`)}
+	first, err := e.c.Push(e.ctx, []queen.PushItem{item})
+	require.NoError(t, err)
+	item.Payload = json.RawMessage(`{"n":2}`)
+	again, err := e.c.Push(e.ctx, []queen.PushItem{item, {Queue: "dup", TransactionID: "order-2"}})
+	require.NoError(t, err)
+	require.Equal(t, queen.PushDuplicate, again[0].Status)
+	require.Equal(t, first[0].MessageID, again[0].MessageID)
+	require.Equal(t, "order-1", again[0].TransactionID)
+	require.Equal(t, queen.PushQueued, again[1].Status)
+	msgs := e.pop(e.c.Queue("dup").Batch(10))
+	require.Len(t, msgs, 2)
+	require.Equal(t, 1, nOf(msgs[0]), "the first push wins")
+}
+
+func testConsumeEach(e *env) {
+	t := e.t
+	e.push("work", "a", numbered(5)...)
+	var mu sync.Mutex
+	var seen []int
+	err := e.c.Queue("work").Each().Limit(5).Consume(e.ctx, func(ctx context.Context, m *queen.Message) error {
+		mu.Lock()
+		seen = append(seen, nOf(m))
+		mu.Unlock()
+		return nil
+	}).Execute(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, []int{0, 1, 2, 3, 4}, seen)
+	require.Empty(t, e.pop(e.c.Queue("work")), "all acked")
+}
+
+func testConsumeBatch(e *env) {
+	t := e.t
+	e.push("events", "", numbered(25)...)
+	var mu sync.Mutex
+	total := 0
+	err := e.c.Queue("events").Group("archiver").SubscriptionMode(queen.SubscriptionModeAll).Batch(10).Limit(25).
+		ConsumeBatch(e.ctx, func(ctx context.Context, msgs []*queen.Message) error {
+			mu.Lock()
+			defer mu.Unlock()
+			require.LessOrEqual(t, len(msgs), 10)
+			total += len(msgs)
+			return nil
+		}).Execute(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 25, total)
+	require.Empty(t, e.pop(e.c.Queue("events").Group("archiver")))
+}
+
+func testConsumeConcurrency(e *env) {
+	t := e.t
+	for p := range 4 {
+		e.push("tasks", fmt.Sprintf("p%d", p), numbered(5)...)
+	}
+	var mu sync.Mutex
+	seen := map[string]int{}
+	running, most := 0, 0
+	err := e.c.Queue("tasks").Group("w").SubscriptionMode(queen.SubscriptionModeAll).Concurrency(4).Each().Limit(20).
+		Consume(e.ctx, func(ctx context.Context, m *queen.Message) error {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			seen[fmt.Sprintf("%s/%d", m.Partition, nOf(m))]++
+			mu.Unlock()
+			time.Sleep(time.Millisecond) // a little work, so handlers overlap
+			mu.Lock()
+			running--
+			mu.Unlock()
+			return nil
+		}).Execute(e.ctx)
+	require.NoError(t, err)
+	require.Len(t, seen, 20)
+	for k, n := range seen {
+		require.Equal(t, 1, n, "%s handled once", k)
+	}
+	require.LessOrEqual(t, most, 4)
+}
+
+var errBoom = errors.New("boom")
+
+func testOutcomes(e *env) {
+	t := e.t
+	cfg := queen.DefaultQueueConfig()
+	cfg.RetryLimit, cfg.RetryDelay = 5, 0
+	_, err := e.c.ConfigureQueue(e.ctx, "jobs", cfg)
+	require.NoError(t, err)
+	// One partition per message, so a failure holds back nothing else.
+	for i := range 5 {
+		e.push("jobs", fmt.Sprintf("p%d", i), fmt.Sprintf(`{"n":%d}`, i))
+	}
+	var s settlements
+	var mu sync.Mutex
+	tries := map[int]int{}
+	err = e.c.Queue("jobs").Group("g").SubscriptionMode(queen.SubscriptionModeAll).Partitions(5).Batch(5).Limit(6).Each().
+		Consume(e.ctx, func(ctx context.Context, m *queen.Message) error {
+			mu.Lock()
+			tries[nOf(m)]++
+			try := tries[nOf(m)]
+			mu.Unlock()
+			switch nOf(m) {
+			case 1:
+				return queen.Reject(errors.New("no such sku"))
+			case 2:
+				return queen.Park(errors.New("schema v9"))
+			case 3:
+				if try == 1 {
+					return errBoom // failed, then accepted
+				}
+			case 4:
+				panic("handler bug")
+			}
+			return nil
+		}).OnSettled(s.add).Execute(e.ctx)
+	require.NoError(t, err)
+	out := s.outcomes()
+	require.Equal(t, queen.OutcomeAccepted, out[0])
+	require.Equal(t, queen.OutcomeDeadLettered, out[1])
+	require.Equal(t, queen.OutcomeParked, out[2])
+	require.Equal(t, queen.OutcomeAccepted, out[3], "accepted at the second try")
+	require.Equal(t, 2, tries[3])
+
+	dl, err := e.c.DeadLetters(e.ctx, queen.LetterFilter{Queue: "jobs"})
+	require.NoError(t, err)
+	require.Len(t, dl.Letters, 1)
+	require.Equal(t, "no such sku", dl.Letters[0].Error)
+	require.Equal(t, "g", dl.Letters[0].ConsumerGroup)
+	pk, err := e.c.ParkedMessages(e.ctx, queen.LetterFilter{Queue: "jobs"})
+	require.NoError(t, err)
+	require.Len(t, pk.Letters, 1)
+	require.Equal(t, "schema v9", pk.Letters[0].Error)
+}
+
+func testHandlerSettles(e *env) {
+	t := e.t
+	items := make([]queen.PushItem, 3)
+	for i := range items {
+		items[i] = queen.PushItem{Queue: "manual", TransactionID: fmt.Sprintf("t%d", i), Payload: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
+	}
+	_, err := e.c.Push(e.ctx, items)
+	require.NoError(t, err)
+	calls := 0
+	err = e.c.Queue("manual").AutoAck(false).Batch(3).Limit(3).Each().
+		Consume(e.ctx, func(ctx context.Context, m *queen.Message) error {
+			calls++
+			// Settles the whole batch ahead: the loop must not hand the
+			// others to the handler.
+			acks := make([]queen.AckItem, 3)
+			for i := range acks {
+				acks[i] = queen.AckItem{TransactionID: fmt.Sprintf("t%d", i), PartitionID: m.PartitionID, LeaseID: m.LeaseID}
+			}
+			res, err := e.c.AckBatch(ctx, acks)
+			if err == nil {
+				for _, r := range res {
+					err = errors.Join(err, r.Err)
+				}
+			}
+			return err
+		}).Execute(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, calls)
+	require.Empty(t, e.pop(e.c.Queue("manual")))
+
+	// A handler that fails the message itself and returns the error: the
+	// loop does not settle it a second time.
+	e.push("manual2", "", `{"n":0}`, `{"n":1}`)
+	var s settlements
+	err = e.c.Queue("manual2").AutoAck(false).Batch(2).IdleMillis(300).Each().
+		Consume(e.ctx, func(ctx context.Context, m *queen.Message) error {
+			_, err := e.c.Ack(ctx, m, false, queen.AckOptions{Error: "nope"})
+			require.NoError(t, err)
+			return errBoom
+		}).OnSettled(s.add).Execute(e.ctx)
+	require.NoError(t, err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Len(t, s.all, 2)
+	require.Equal(t, queen.OutcomeHandled, s.all[0].Outcome)
+	require.ErrorIs(t, s.all[0].Err, errBoom)
+	require.NoError(t, s.all[0].AckErr)
+	require.Equal(t, queen.OutcomeReleased, s.all[1].Outcome, "given back behind the failure")
+	require.False(t, s.all[1].Handled)
+}
+
+func testRetryPolicy(e *env) {
+	t := e.t
+	e.push("flaky", "", `{"n":1}`)
+	var s settlements
+	var mu sync.Mutex
+	tries := 0
+	c := e.c.Queue("flaky").RetryPolicy(queen.FixedRetry(2, time.Minute)).Each().
+		Consume(e.ctx, func(ctx context.Context, m *queen.Message) error {
+			mu.Lock()
+			tries++
+			mu.Unlock()
+			return errBoom
+		}).OnSettled(s.add)
+	require.NoError(t, c.Start(e.ctx))
+	// First failure: given back with a minute's delay, no budget spent.
+	require.Eventually(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.all) == 1 }, within, time.Millisecond)
+	s.mu.Lock()
+	first := s.all[0]
+	s.mu.Unlock()
+	require.Equal(t, queen.OutcomeRetried, first.Outcome)
+	require.Equal(t, queen.AckRetry, first.Status)
+	require.Equal(t, time.Minute, first.Delay)
+	e.clock.Advance(time.Minute)
+	// Second failure: attempts spent, dead-lettered.
+	require.Eventually(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return len(s.all) == 2 }, within, time.Millisecond)
+	require.NoError(t, c.Stop(e.ctx))
+	s.mu.Lock()
+	require.Equal(t, queen.OutcomeDeadLettered, s.all[1].Outcome)
+	require.Equal(t, 2, s.all[1].Message.DeliveryAttempt)
+	s.mu.Unlock()
+	require.Equal(t, 2, tries)
+	dl, err := e.c.DeadLetters(e.ctx, queen.LetterFilter{Queue: "flaky"})
+	require.NoError(t, err)
+	require.Len(t, dl.Letters, 1)
+	require.Equal(t, "boom", dl.Letters[0].Error)
+}
+
+func testFailedAck(e *env) {
+	t := e.t
+	cfg := queen.DefaultQueueConfig()
+	cfg.RetryLimit, cfg.RetryDelay = 1, 0
+	_, err := e.c.ConfigureQueue(e.ctx, "orders", cfg)
+	require.NoError(t, err)
+	e.push("orders", "", `{"n":0}`, `{"n":1}`)
+	msgs := e.pop(e.c.Queue("orders").Batch(2))
+	require.Len(t, msgs, 2)
+	r, err := e.c.Ack(e.ctx, msgs[0], false, queen.AckOptions{Error: "nope"})
+	require.NoError(t, err)
+	require.True(t, r.Success)
+	require.False(t, r.DeadLettered, "one retry left")
+	require.True(t, r.LeaseReleased, "the rest of the batch is given back")
+	_, err = e.c.Ack(e.ctx, msgs[1], true, queen.AckOptions{})
+	require.ErrorIs(t, err, queen.ErrLeaseExpired, "given back with its partition")
+
+	again := e.pop(e.c.Queue("orders").Batch(2))
+	require.Len(t, again, 2)
+	require.Equal(t, 0, nOf(again[0]))
+	require.Equal(t, 2, again[0].DeliveryAttempt)
+	r, err = e.c.Ack(e.ctx, again[0], false, queen.AckOptions{Error: "still nope"})
+	require.NoError(t, err)
+	require.True(t, r.DeadLettered, "no retry left")
+	dl, err := e.c.DeadLetters(e.ctx, queen.LetterFilter{Queue: "orders"})
+	require.NoError(t, err)
+	require.Len(t, dl.Letters, 1)
+	require.Equal(t, "still nope", dl.Letters[0].Error)
+	require.Equal(t, 1, dl.Letters[0].RetryCount)
+}
+
+func testTransaction(e *env) {
+	t := e.t
+	e.push("in", "", `{"n":1}`)
+	msgs := e.pop(e.c.Queue("in"))
+	require.Len(t, msgs, 1)
+	res, err := e.c.Transaction().
+		Ack(msgs[0], queen.AckCompleted, queen.AckOptions{}).
+		Push(queen.PushItem{Queue: "out", Payload: json.RawMessage(`{"n":2}`)}, queen.PushItem{Queue: "out", Partition: "x", TransactionID: "t-1"}).
+		Commit(e.ctx)
+	require.NoError(t, err)
+	require.NotEmpty(t, res.ID)
+	require.Len(t, res.Results, 3)
+	require.True(t, res.Results[0].Ack.Success)
+	require.Equal(t, queen.PushQueued, res.Results[1].Push.Status)
+	require.NotEmpty(t, res.Results[1].Push.MessageID)
+	require.Equal(t, "out", res.Results[1].Push.Queue)
+	require.Equal(t, "t-1", res.Results[2].Push.TransactionID)
+	require.Empty(t, e.pop(e.c.Queue("in")), "acked")
+	out := e.pop(e.c.Queue("out").Batch(10).Partitions(2))
+	require.Len(t, out, 2)
+
+	_, err = e.c.ExecTransaction(e.ctx, nil)
+	var ae *queen.ArgumentError
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, "ops", ae.Field)
+}
+
+func testTransactionAborts(e *env) {
+	t := e.t
+	e.push("in", "", `{"n":1}`)
+	msgs := e.pop(e.c.Queue("in"))
+	require.Len(t, msgs, 1)
+	stale := *msgs[0]
+	stale.LeaseID = "01900000-0000-7000-8000-000000000000"
+	res, err := e.c.Transaction().
+		Push(queen.PushItem{Queue: "out", Payload: json.RawMessage(`{"n":2}`)}).
+		Ack(&stale, queen.AckCompleted, queen.AckOptions{}).
+		Commit(e.ctx)
+	require.ErrorIs(t, err, queen.ErrTransactionAborted)
+	require.ErrorIs(t, err, queen.ErrLeaseExpired)
+	var te *queen.TransactionError
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, 1, te.Index)
+	require.Equal(t, "ack", te.Op)
+	require.NotNil(t, res)
+	require.Empty(t, e.pop(e.c.Queue("out")), "nothing pushed")
+	_, err = e.c.Ack(e.ctx, msgs[0], true, queen.AckOptions{})
+	require.NoError(t, err, "the lease stayed as it was")
+}
+
+func testLeaseExpiry(e *env) {
+	t := e.t
+	e.push("slow", "", `{"n":1}`)
+	msgs := e.pop(e.c.Queue("slow").LeaseSeconds(10))
+	require.Len(t, msgs, 1)
+	e.clock.Advance(11 * time.Second)
+	again := e.pop(e.c.Queue("slow"))
+	require.Len(t, again, 1, "delivered again after the lease ran out")
+	require.Equal(t, 2, again[0].DeliveryAttempt)
+	_, err := e.c.Ack(e.ctx, msgs[0], true, queen.AckOptions{})
+	require.ErrorIs(t, err, queen.ErrLeaseExpired)
+	_, err = e.c.RenewLease(e.ctx, msgs[0].LeaseID, time.Minute)
+	require.ErrorIs(t, err, queen.ErrLeaseExpired)
+	_, err = e.c.Ack(e.ctx, again[0], true, queen.AckOptions{})
+	require.NoError(t, err)
+}
+
+func testRenewLease(e *env) {
+	t := e.t
+	e.push("long", "", `{"n":1}`)
+	msgs := e.pop(e.c.Queue("long").LeaseSeconds(10))
+	require.Len(t, msgs, 1)
+	e.clock.Advance(8 * time.Second)
+	exp, err := e.c.RenewLease(e.ctx, msgs[0].LeaseID, 30*time.Second)
+	require.NoError(t, err)
+	require.WithinDuration(t, e.clock.Now().Add(30*time.Second), exp, time.Millisecond)
+	e.clock.Advance(20 * time.Second)
+	require.Empty(t, e.pop(e.c.Queue("long")), "still leased")
+	exp, err = e.c.Renew(e.ctx, msgs[0])
+	require.NoError(t, err)
+	require.WithinDuration(t, e.clock.Now().Add(60*time.Second), exp, time.Millisecond, "a push-created queue leases 60 s")
+	_, err = e.c.Ack(e.ctx, msgs[0], true, queen.AckOptions{})
+	require.NoError(t, err)
+	_, err = e.c.RenewLease(e.ctx, msgs[0].LeaseID, time.Minute)
+	require.ErrorIs(t, err, queen.ErrNotFound, "released once settled")
+	_, err = e.c.RenewLease(e.ctx, "01900000-0000-7000-8000-000000000001", time.Minute)
+	require.ErrorIs(t, err, queen.ErrNotFound)
+	_, err = e.c.RenewLease(e.ctx, msgs[0].LeaseID, -time.Second)
+	require.ErrorIs(t, err, queen.ErrInvalidArgument)
+}
+
+func testQueueAdmin(e *env) {
+	t := e.t
+	_, err := e.c.DescribeQueue(e.ctx, "billing.invoices")
+	require.ErrorIs(t, err, queen.ErrNotFound)
+	cfg := queen.DefaultQueueConfig()
+	cfg.LeaseTime, cfg.RetryLimit, cfg.RetryDelay, cfg.MaxSize, cfg.Priority = 45*time.Second, 7, 250*time.Millisecond, 1000, 3
+	cfg.DelayedProcessing, cfg.Retention, cfg.Namespace, cfg.Task = 2*time.Second, time.Hour, "billing", "invoices"
+	info, err := e.c.ConfigureQueue(e.ctx, "billing.invoices", cfg)
+	require.NoError(t, err)
+	require.Equal(t, "billing.invoices", info.Name)
+	require.NotEmpty(t, info.ID)
+	require.NotEmpty(t, info.DefaultPartitionID)
+	require.Equal(t, cfg, info.Config)
+
+	got, err := e.c.DescribeQueue(e.ctx, "billing.invoices")
+	require.NoError(t, err)
+	require.Equal(t, info.ID, got.ID)
+	require.Equal(t, info.DefaultPartitionID, got.DefaultPartitionID)
+	require.Equal(t, cfg, got.Config)
+	require.Equal(t, e.clock.Now().Truncate(time.Millisecond), got.CreatedAt.Truncate(time.Millisecond))
+
+	admin, err := e.c.Admin().GetQueue(e.ctx, "billing.invoices")
+	require.NoError(t, err)
+	require.Equal(t, got.ID, admin.ID)
+
+	existed, err := e.c.DeleteQueue(e.ctx, "billing.invoices")
+	require.NoError(t, err)
+	require.True(t, existed)
+	existed, err = e.c.DeleteQueue(e.ctx, "billing.invoices")
+	require.NoError(t, err)
+	require.False(t, existed)
+	_, err = e.c.DescribeQueue(e.ctx, "billing.invoices")
+	require.ErrorIs(t, err, queen.ErrNotFound)
+}
+
+func testFetch(e *env) {
+	t := e.t
+	e.push("orders", "customer-42", `{"event":"created"}`, `{"event":"paid"}`, `{"event":"shipped"}`)
+	read, err := e.c.Queue("orders").FromOffset(1).Batch(5).Fetch(e.ctx, []string{"customer-42"})
+	require.NoError(t, err)
+	page := read["customer-42"]
+	require.Len(t, page.Records, 2)
+	require.EqualValues(t, 1, page.Records[0].Offset)
+	require.JSONEq(t, `{"event":"paid"}`, string(page.Records[0].Payload))
+	require.NotEmpty(t, page.Records[0].MessageID)
+	require.NotEmpty(t, page.Records[0].TransactionID)
+	require.EqualValues(t, 3, page.NextOffset)
+	_, err = e.c.Fetch(e.ctx, "orders", "nobody", 0, 10)
+	require.ErrorIs(t, err, queen.ErrNotFound)
+	_, err = e.c.Fetch(e.ctx, "nothing", "Default", 0, 10)
+	require.ErrorIs(t, err, queen.ErrNotFound)
+	groups, err := e.c.ListGroups(e.ctx, "")
+	require.NoError(t, err)
+	require.Empty(t, groups, "a read by offset makes no group")
+}
+
+func testSeek(e *env) {
+	t := e.t
+	e.push("events", "", `{"n":0}`)
+	e.clock.Advance(48 * time.Hour)
+	mid := e.clock.Now()
+	e.push("events", "", `{"n":1}`, `{"n":2}`)
+	g := e.c.Queue("events").Group("archiver").SubscriptionMode(queen.SubscriptionModeAll).Batch(10)
+	readAll := func() []int {
+		t.Helper()
+		msgs := e.pop(g)
+		var ns []int
+		for _, m := range msgs {
+			ns = append(ns, nOf(m))
+		}
+		e.ackAll(msgs)
+		return ns
+	}
+	require.Equal(t, []int{0, 1, 2}, readAll())
+	res, err := e.c.SeekGroup(e.ctx, "archiver", "events", queen.SeekOptions{Timestamp: mid.Add(-time.Hour)})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.PartitionsUpdated)
+	require.Equal(t, []int{1, 2}, readAll())
+	_, err = e.c.Admin().SeekConsumerGroup(e.ctx, "archiver", "events", queen.SeekConsumerGroupOptions{Timestamp: mid.Add(-72 * time.Hour).Format(time.RFC3339)})
+	require.NoError(t, err)
+	e.push("events", "", `{"n":3}`)
+	res, err = e.c.SeekPartition(e.ctx, "archiver", "events", queen.DefaultPartition, queen.SeekOptions{ToEnd: true})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.PartitionsUpdated)
+	require.EqualValues(t, 4, res.CursorMovedTo)
+	require.Empty(t, readAll(), "the backlog is skipped")
+	_, err = e.c.SeekPartition(e.ctx, "archiver", "events", "nope", queen.SeekOptions{ToEnd: true})
+	require.ErrorIs(t, err, queen.ErrNotFound)
+}
+
+func testLetters(e *env) {
+	t := e.t
+	e.push("mail", "", `{"n":0}`, `{"n":1}`)
+	msgs := e.pop(e.c.Queue("mail").Batch(2))
+	require.Len(t, msgs, 2)
+	_, err := e.c.Ack(e.ctx, msgs[0], false, queen.AckOptions{Status: queen.AckDLQ, Error: "bounced"})
+	require.NoError(t, err)
+	r, err := e.c.Ack(e.ctx, msgs[1], false, queen.AckOptions{Status: queen.AckPark, Error: "unreadable"})
+	require.NoError(t, err)
+	require.True(t, r.Parked)
+
+	dl, err := e.c.DeadLetters(e.ctx, queen.LetterFilter{Queue: "mail"})
+	require.NoError(t, err)
+	require.Equal(t, 1, dl.Total)
+	require.Len(t, dl.Letters, 1)
+	l := dl.Letters[0]
+	require.NotEmpty(t, l.ID)
+	require.Equal(t, msgs[0].ID, l.MessageID)
+	require.Equal(t, msgs[0].TransactionID, l.TransactionID)
+	require.Equal(t, msgs[0].PartitionID, l.PartitionID)
+	require.Equal(t, "mail", l.Queue)
+	require.Equal(t, "bounced", l.Error)
+	require.EqualValues(t, 0, l.Offset)
+	require.JSONEq(t, `{"n":0}`, string(l.Payload))
+
+	rep, err := e.c.ReplayDeadLetter(e.ctx, l.ID)
+	require.NoError(t, err)
+	require.Equal(t, "dlq:"+l.ID, rep.TransactionID)
+	require.False(t, rep.Duplicate)
+	rep, err = e.c.Admin().ReplayDLQ(e.ctx, l.ID)
+	require.NoError(t, err)
+	require.True(t, rep.Duplicate)
+	copies := e.pop(e.c.Queue("mail").Batch(5))
+	require.Len(t, copies, 1)
+	require.JSONEq(t, `{"n":0}`, string(copies[0].Payload))
+	e.ackAll(copies)
+	require.NoError(t, e.c.DeleteDeadLetter(e.ctx, l.ID))
+	require.ErrorIs(t, e.c.DeleteDeadLetter(e.ctx, l.ID), queen.ErrNotFound)
+	_, err = e.c.ReplayDeadLetter(e.ctx, l.ID)
+	require.ErrorIs(t, err, queen.ErrNotFound)
+
+	pk, err := e.c.ParkedMessages(e.ctx, queen.LetterFilter{})
+	require.NoError(t, err)
+	require.Len(t, pk.Letters, 1)
+	require.Equal(t, "unreadable", pk.Letters[0].Error)
+	rep, err = e.c.ReplayParked(e.ctx, pk.Letters[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, "parked:"+pk.Letters[0].ID, rep.TransactionID)
+	require.NoError(t, e.c.DeleteParked(e.ctx, pk.Letters[0].ID))
+	pk, err = e.c.Admin().ListParked(e.ctx, queen.LetterFilter{})
+	require.NoError(t, err)
+	require.Empty(t, pk.Letters)
+	require.ErrorIs(t, e.c.DeleteParked(e.ctx, "not-an-id"), queen.ErrNotFound)
+}
+
+func testStats(e *env) {
+	t := e.t
+	e.push("s", "a", numbered(3)...)
+	e.push("s", "b", numbered(2)...)
+	msgs := e.pop(e.c.Queue("s").Partition("a").Batch(1))
+	require.Len(t, msgs, 1)
+	qs, err := e.c.QueueStats(e.ctx, "s")
+	require.NoError(t, err)
+	require.Equal(t, "s", qs.Name)
+	require.Equal(t, 2, qs.PartitionN)
+	require.EqualValues(t, 5, qs.Messages)
+	require.EqualValues(t, 5, qs.Pending)
+	require.EqualValues(t, 1, qs.InFlight)
+	require.Len(t, qs.Partitions, 2)
+	names := []string{qs.Partitions[0].Name, qs.Partitions[1].Name}
+	sort.Strings(names)
+	require.Equal(t, []string{"a", "b"}, names)
+	for _, p := range qs.Partitions {
+		require.NotEmpty(t, p.ID)
+		if p.Name == "a" {
+			require.EqualValues(t, 3, p.Messages)
+			require.EqualValues(t, 3, p.NextOffset)
+		}
+	}
+	_, err = e.c.QueueStats(e.ctx, "nope")
+	require.ErrorIs(t, err, queen.ErrNotFound)
+
+	all, err := e.c.ListQueues(e.ctx)
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	require.Equal(t, "s", all[0].Name)
+	require.Equal(t, 2, all[0].PartitionN)
+	require.EqualValues(t, 5, all[0].Messages)
+	require.NoError(t, e.c.Ping(e.ctx))
+}
+
+func testGroups(e *env) {
+	t := e.t
+	e.push("g", "", numbered(3)...)
+	msgs := e.pop(e.c.Queue("g").Group("billing").SubscriptionMode(queen.SubscriptionModeAll).Batch(1))
+	require.Len(t, msgs, 1)
+	require.Equal(t, "billing", msgs[0].ConsumerGroup)
+	e.ackAll(msgs)
+	gs, err := e.c.ListGroups(e.ctx, "billing")
+	require.NoError(t, err)
+	require.Len(t, gs, 1)
+	require.Equal(t, "g", gs[0].Queue)
+	require.Equal(t, "billing", gs[0].Group)
+	require.Equal(t, queen.SubscriptionModeAll, gs[0].Mode)
+	require.Equal(t, 1, gs[0].Partitions)
+	require.EqualValues(t, 2, gs[0].Lag)
+	n, err := e.c.SetGroupSubscription(e.ctx, "billing", e.clock.Now())
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, n, 0)
+	n, err = e.c.DeleteGroup(e.ctx, "billing", "g", true)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	gs, err = e.c.Admin().ListConsumerGroups(e.ctx, "billing")
+	require.NoError(t, err)
+	require.Empty(t, gs)
+}
+
+// argField requires an *ArgumentError and returns its field.
+func argField(t *testing.T, err error) string {
+	t.Helper()
+	require.ErrorIs(t, err, queen.ErrInvalidArgument)
+	var ae *queen.ArgumentError
+	require.ErrorAs(t, err, &ae)
+	require.NotEmpty(t, ae.Field)
+	require.NotEmpty(t, ae.Reason)
+	return ae.Field
+}
+
+func testErrors(e *env) {
+	t := e.t
+	_, err := e.c.Queue("q").Batch(-1).Pop(e.ctx)
+	require.Equal(t, "QueueBuilder.Batch", argField(t, err))
+	_, err = e.c.Pop(e.ctx, queen.PopRequest{Queue: "q", Batch: -1})
+	require.Equal(t, "PopRequest.Batch", argField(t, err))
+	_, err = e.c.Pop(e.ctx, queen.PopRequest{Queue: "q", Conflation: true})
+	require.Equal(t, "PopRequest.Conflation", argField(t, err))
+	_, err = e.c.Push(e.ctx, []queen.PushItem{{Queue: ""}})
+	require.Contains(t, argField(t, err), "Queue")
+	_, err = e.c.Push(e.ctx, []queen.PushItem{{Queue: "q", Payload: json.RawMessage(`{`)}})
+	require.Contains(t, argField(t, err), "Payload")
+	_, err = e.c.Push(e.ctx, []queen.PushItem{{Queue: strings.Repeat("q", queen.MaxNameLen+1)}})
+	argField(t, err)
+	_, err = e.c.AckBatch(e.ctx, []queen.AckItem{{TransactionID: "t"}})
+	require.Contains(t, argField(t, err), "PartitionID")
+	_, err = e.c.Ack(e.ctx, nil, true, queen.AckOptions{})
+	argField(t, err)
+	cfg := queen.DefaultQueueConfig()
+	cfg.RetryLimit = -1
+	_, err = e.c.ConfigureQueue(e.ctx, "q", cfg)
+	require.Equal(t, "QueueConfig.RetryLimit", argField(t, err))
+	cfg = queen.DefaultQueueConfig()
+	cfg.EncryptionEnabled = true
+	_, err = e.c.ConfigureQueue(e.ctx, "q", cfg)
+	require.Equal(t, "QueueConfig.EncryptionEnabled", argField(t, err), "the broker has no key")
+	err = e.c.Queue("q").Consume(e.ctx, nil).Execute(e.ctx)
+	require.Equal(t, "fn", argField(t, err))
+
+	// An ack naming a message that does not exist is refused per item.
+	e.push("q", "", `{}`)
+	msgs := e.pop(e.c.Queue("q"))
+	require.Len(t, msgs, 1)
+	res, err := e.c.AckBatch(e.ctx, []queen.AckItem{
+		{TransactionID: "nobody", PartitionID: msgs[0].PartitionID, LeaseID: msgs[0].LeaseID},
+		{TransactionID: msgs[0].TransactionID, PartitionID: msgs[0].PartitionID, LeaseID: msgs[0].LeaseID, Status: "maybe"},
+	})
+	require.NoError(t, err)
+	require.False(t, res[0].Success)
+	require.ErrorIs(t, res[0].Err, queen.ErrNotFound)
+	require.False(t, res[1].Success)
+	require.ErrorIs(t, res[1].Err, queen.ErrInvalidArgument)
+}
+
+func testQueueFull(e *env) {
+	t := e.t
+	cfg := queen.DefaultQueueConfig()
+	cfg.MaxSize = 2
+	_, err := e.c.ConfigureQueue(e.ctx, "capped", cfg)
+	require.NoError(t, err)
+	res, err := e.c.Push(e.ctx, []queen.PushItem{{Queue: "capped"}, {Queue: "capped"}, {Queue: "capped"}})
+	require.NoError(t, err)
+	require.Equal(t, queen.PushQueued, res[0].Status)
+	require.Equal(t, queen.PushQueued, res[1].Status)
+	require.Equal(t, queen.PushFailed, res[2].Status)
+	require.ErrorIs(t, res[2].Err, queen.ErrQueueFull)
+	_, err = e.c.Transaction().Push(queen.PushItem{Queue: "capped"}).Commit(e.ctx)
+	require.ErrorIs(t, err, queen.ErrQueueFull)
+	var te *queen.TransactionError
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, "push", te.Op)
+}
+
+func testTooLarge(e *env) {
+	t := e.t
+	big := json.RawMessage(`"` + strings.Repeat("x", 900<<10) + `"`)
+	tx := e.c.Transaction()
+	for range 5 {
+		tx.Push(queen.PushItem{Queue: "big", Payload: big})
+	}
+	_, err := tx.Commit(e.ctx)
+	require.ErrorIs(t, err, queen.ErrTooLarge)
+	require.Empty(t, e.pop(e.c.Queue("big")), "nothing written")
+}
+
+func testWaitingPopWakes(e *env) {
+	t := e.t
+	got := make(chan []*queen.Message, 1)
+	errc := make(chan error, 1)
+	go func() {
+		msgs, err := e.c.Queue("later").TimeoutMillis(10000).Pop(e.ctx)
+		errc <- err
+		got <- msgs
+	}()
+	// Push until the waiting pop takes it: the pop may not have reached
+	// the broker when the first push lands, and then takes the message at
+	// once.
+	e.push("later", "", `{"n":7}`)
+	select {
+	case err := <-errc:
+		require.NoError(t, err)
+	case <-time.After(within):
+		t.Fatal("the waiting pop did not return")
+	}
+	msgs := <-got
+	require.Len(t, msgs, 1)
+	require.Equal(t, 7, nOf(msgs[0]))
+}
+
+func testContextCancel(e *env) {
+	t := e.t
+	ctx, cancel := context.WithCancel(e.ctx)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := e.c.Queue("never").TimeoutMillis(30000).Pop(ctx)
+		errc <- err
+	}()
+	cancel()
+	select {
+	case err := <-errc:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(within):
+		t.Fatal("cancelling ctx did not end the pop")
+	}
+	ctx, cancel = context.WithTimeout(e.ctx, 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := e.c.Queue("never").TimeoutMillis(30000).Pop(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, time.Since(start), within)
+}
+
+func testCloseDrains(e *env) {
+	t := e.t
+	e.push("drain", "", `{"n":1}`, `{"n":2}`)
+	var s settlements
+	started := make(chan struct{})
+	c := e.c.Queue("drain").Batch(2).Each().Consume(e.ctx, func(ctx context.Context, m *queen.Message) error {
+		close(started)
+		<-queen.Stopping(ctx) // finishes its work once asked to stop
+		return nil
+	}).OnSettled(s.add)
+	require.NoError(t, c.Start(e.ctx))
+	select {
+	case <-started:
+	case <-time.After(within):
+		t.Fatal("the handler did not start")
+	}
+	require.NoError(t, e.c.Close())
+	<-c.Done()
+	require.NoError(t, c.Err())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Len(t, s.all, 2)
+	byN := map[int]queen.Settlement{}
+	for _, x := range s.all {
+		byN[nOf(x.Message)] = x
+	}
+	require.Equal(t, queen.OutcomeAccepted, byN[1].Outcome, "the running handler finished and was acked")
+	require.Equal(t, queen.OutcomeReleased, byN[2].Outcome, "the message not started was given back")
+	require.NoError(t, byN[2].AckErr)
+
+	_, err := e.c.Push(e.ctx, []queen.PushItem{{Queue: "drain"}})
+	require.ErrorIs(t, err, queen.ErrClosed)
+	_, err = e.c.Queue("drain").Pop(e.ctx)
+	require.ErrorIs(t, err, queen.ErrClosed)
+	require.ErrorIs(t, e.c.Queue("drain").Consume(e.ctx, func(context.Context, *queen.Message) error { return nil }).Execute(e.ctx), queen.ErrClosed)
+	require.NoError(t, e.c.Close(), "idempotent")
+}

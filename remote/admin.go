@@ -1,0 +1,651 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/queenlite/queen"
+)
+
+func isNotFound(err error) bool { return errors.Is(err, queen.ErrNotFound) }
+
+func asArg(err error, ae **queen.ArgumentError) bool { return errors.As(err, ae) }
+
+// queueOptionsJSON is a queue's configuration in Queen's units: seconds,
+// except retryDelay in milliseconds.
+type queueOptionsJSON struct {
+	Priority                  int   `json:"priority"`
+	LeaseTime                 int64 `json:"leaseTime"`
+	RetryLimit                int   `json:"retryLimit"`
+	RetryDelay                int64 `json:"retryDelay"`
+	MaxSize                   int   `json:"maxSize"`
+	TTL                       int64 `json:"ttl"`
+	DeadLetterQueue           bool  `json:"deadLetterQueue"`
+	DLQAfterMaxRetries        bool  `json:"dlqAfterMaxRetries"`
+	DelayedProcessing         int64 `json:"delayedProcessing"`
+	WindowBuffer              int64 `json:"windowBuffer"`
+	RetentionSeconds          int64 `json:"retentionSeconds"`
+	CompletedRetentionSeconds int64 `json:"completedRetentionSeconds"`
+	RetentionEnabled          bool  `json:"retentionEnabled"`
+	EncryptionEnabled         bool  `json:"encryptionEnabled"`
+	MaxWaitTimeSeconds        int64 `json:"maxWaitTimeSeconds"`
+}
+
+func secs(d time.Duration) int64 { return int64(d / time.Second) }
+
+func optionsOf(c *queen.QueueConfig) queueOptionsJSON {
+	return queueOptionsJSON{
+		Priority: c.Priority, LeaseTime: secs(c.LeaseTime), RetryLimit: c.RetryLimit, RetryDelay: c.RetryDelay.Milliseconds(),
+		MaxSize: c.MaxSize, TTL: secs(c.TTL), DeadLetterQueue: c.DeadLetterQueue, DLQAfterMaxRetries: c.DLQAfterMaxRetries,
+		DelayedProcessing: secs(c.DelayedProcessing), WindowBuffer: secs(c.WindowBuffer), RetentionSeconds: secs(c.Retention),
+		CompletedRetentionSeconds: secs(c.CompletedRetention), RetentionEnabled: c.RetentionEnabled,
+		EncryptionEnabled: c.EncryptionEnabled, MaxWaitTimeSeconds: secs(c.MaxWaitTime),
+	}
+}
+
+func (o *queueOptionsJSON) config(namespace, task string) queen.QueueConfig {
+	return queen.QueueConfig{
+		LeaseTime: time.Duration(o.LeaseTime) * time.Second, RetryLimit: o.RetryLimit,
+		RetryDelay: time.Duration(o.RetryDelay) * time.Millisecond, MaxSize: o.MaxSize,
+		DelayedProcessing: time.Duration(o.DelayedProcessing) * time.Second, WindowBuffer: time.Duration(o.WindowBuffer) * time.Second,
+		Retention: time.Duration(o.RetentionSeconds) * time.Second, CompletedRetention: time.Duration(o.CompletedRetentionSeconds) * time.Second,
+		MaxWaitTime: time.Duration(o.MaxWaitTimeSeconds) * time.Second, Priority: o.Priority, EncryptionEnabled: o.EncryptionEnabled,
+		Namespace: namespace, Task: task, TTL: time.Duration(o.TTL) * time.Second, DeadLetterQueue: o.DeadLetterQueue,
+		DLQAfterMaxRetries: o.DLQAfterMaxRetries, RetentionEnabled: o.RetentionEnabled,
+	}
+}
+
+func str(s *string) string { return either(s, nil) }
+
+// ConfigureQueue creates or reconfigures a queue, as
+// [queen.Broker.ConfigureQueue]: it replaces the whole configuration.
+// Durations travel in Queen's units (seconds; RetryDelay in
+// milliseconds). The result has no CreatedAt.
+func (c *Client) ConfigureQueue(ctx context.Context, name string, cfg queen.QueueConfig) (*queen.QueueInfo, error) {
+	if name == "" {
+		return nil, &queen.ArgumentError{Field: "name", Reason: "must not be empty"}
+	}
+	for _, d := range []struct {
+		f string
+		v time.Duration
+	}{{"LeaseTime", cfg.LeaseTime}, {"RetryDelay", cfg.RetryDelay}, {"DelayedProcessing", cfg.DelayedProcessing},
+		{"WindowBuffer", cfg.WindowBuffer}, {"Retention", cfg.Retention}, {"CompletedRetention", cfg.CompletedRetention},
+		{"MaxWaitTime", cfg.MaxWaitTime}, {"TTL", cfg.TTL}} {
+		if d.v < 0 {
+			return nil, &queen.ArgumentError{Field: "QueueConfig." + d.f, Reason: "must not be negative"}
+		}
+	}
+	if cfg.RetryLimit < 0 {
+		return nil, &queen.ArgumentError{Field: "QueueConfig.RetryLimit", Reason: "must not be negative"}
+	}
+	if cfg.MaxSize < 0 {
+		return nil, &queen.ArgumentError{Field: "QueueConfig.MaxSize", Reason: "must not be negative"}
+	}
+	body := map[string]any{"queue": name, "options": optionsOf(&cfg)}
+	if cfg.Namespace != "" {
+		body["namespace"] = cfg.Namespace
+	}
+	if cfg.Task != "" {
+		body["task"] = cfg.Task
+	}
+	var out struct {
+		QueueID     string            `json:"queueId"`
+		PartitionID string            `json:"partitionId"`
+		Queue       string            `json:"queue"`
+		Namespace   *string           `json:"namespace"`
+		Task        *string           `json:"task"`
+		Options     *queueOptionsJSON `json:"options"`
+	}
+	r := &request{op: "configure", method: http.MethodPost, path: "/api/v1/configure", body: body, safe: true}
+	if err := c.call(ctx, r, &out); err != nil {
+		var ae *queen.ArgumentError
+		if errors.As(err, &ae) && ae.Field == "options.encryptionEnabled" {
+			return nil, &queen.ArgumentError{Field: "QueueConfig.EncryptionEnabled", Reason: ae.Reason}
+		}
+		return nil, err
+	}
+	info := &queen.QueueInfo{Name: firstOf(out.Queue, name), ID: out.QueueID, DefaultPartitionID: out.PartitionID, Config: cfg}
+	if out.Options != nil {
+		info.Config = out.Options.config(str(out.Namespace), str(out.Task))
+	}
+	return info, nil
+}
+
+// statusQueueJSON is GET /api/v1/status/queues/{queue}.
+type statusQueueJSON struct {
+	Queue struct {
+		ID        string  `json:"id"`
+		Name      string  `json:"name"`
+		Namespace *string `json:"namespace"`
+		Task      *string `json:"task"`
+		Priority  int     `json:"priority"`
+		CreatedAt *string `json:"createdAt"`
+		Config    struct {
+			LeaseTime       int64 `json:"leaseTime"`
+			RetryLimit      int   `json:"retryLimit"`
+			RetryDelay      int64 `json:"retryDelay"`
+			TTL             int64 `json:"ttl"`
+			MaxQueueSize    int   `json:"maxQueueSize"`
+			DeadLetterQueue bool  `json:"deadLetterQueue"`
+		} `json:"config"`
+		Options *queueOptionsJSON `json:"options"`
+		Groups  []string          `json:"groups"`
+	} `json:"queue"`
+	Partitions []struct {
+		ID            string     `json:"id"`
+		Name          string     `json:"name"`
+		CreatedAt     *string    `json:"createdAt"`
+		Messages      countsJSON `json:"messages"`
+		NewestMessage *string    `json:"newestMessage"`
+		FirstOffset   int64      `json:"firstOffset"`
+		NextOffset    int64      `json:"nextOffset"`
+	} `json:"partitions"`
+	Totals countsJSON `json:"totals"`
+}
+
+type countsJSON struct {
+	Total      int64 `json:"total"`
+	Pending    int64 `json:"pending"`
+	Processing int64 `json:"processing"`
+	Completed  int64 `json:"completed"`
+	Failed     int64 `json:"failed"`
+	DeadLetter int64 `json:"deadLetter"`
+}
+
+func timeOf(s *string) time.Time {
+	if s == nil {
+		return time.Time{}
+	}
+	return parseTime(*s)
+}
+
+// statusQueue reads GET /api/v1/status/queues/{queue}.
+func (c *Client) statusQueue(ctx context.Context, name string) (*statusQueueJSON, error) {
+	if name == "" {
+		return nil, &queen.ArgumentError{Field: "name", Reason: "must not be empty"}
+	}
+	var out statusQueueJSON
+	r := &request{op: "describe queue", method: http.MethodGet, path: pathOf("/api/v1/status/queues/", name), safe: true}
+	if err := c.call(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func (s *statusQueueJSON) info() *queen.QueueInfo {
+	q := &s.Queue
+	info := &queen.QueueInfo{Name: q.Name, ID: q.ID, CreatedAt: timeOf(q.CreatedAt)}
+	if q.Options != nil {
+		info.Config = q.Options.config(str(q.Namespace), str(q.Task))
+	} else { // Queen's server: the config block only
+		info.Config = queen.QueueConfig{LeaseTime: time.Duration(q.Config.LeaseTime) * time.Second, RetryLimit: q.Config.RetryLimit,
+			RetryDelay: time.Duration(q.Config.RetryDelay) * time.Millisecond, TTL: time.Duration(q.Config.TTL) * time.Second,
+			MaxSize: q.Config.MaxQueueSize, DeadLetterQueue: q.Config.DeadLetterQueue, Priority: q.Priority,
+			Namespace: str(q.Namespace), Task: str(q.Task)}
+	}
+	for _, p := range s.Partitions {
+		if p.Name == queen.DefaultPartition {
+			info.DefaultPartitionID = p.ID
+		}
+	}
+	return info
+}
+
+// DescribeQueue describes a queue, as [queen.Broker.DescribeQueue]. An
+// unknown queue is [queen.ErrNotFound].
+func (c *Client) DescribeQueue(ctx context.Context, name string) (*queen.QueueInfo, error) {
+	s, err := c.statusQueue(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return s.info(), nil
+}
+
+// QueueStats describes a queue and its partitions, as
+// [queen.Broker.QueueStats], without per-partition cursors (Cursors is
+// nil). Against Queen's server FirstOffset and NextOffset are zero.
+func (c *Client) QueueStats(ctx context.Context, name string) (*queen.QueueStats, error) {
+	s, err := c.statusQueue(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	qs := &queen.QueueStats{QueueInfo: *s.info(), PartitionN: len(s.Partitions), Messages: s.Totals.Total,
+		Pending: s.Totals.Pending + s.Totals.Processing, InFlight: s.Totals.Processing, DeadLetters: s.Totals.DeadLetter,
+		Parked: s.Totals.Failed, Groups: s.Queue.Groups}
+	for _, p := range s.Partitions {
+		qs.Partitions = append(qs.Partitions, queen.PartitionStats{Name: p.Name, ID: p.ID, CreatedAt: timeOf(p.CreatedAt),
+			Messages: p.Messages.Total, FirstOffset: p.FirstOffset, NextOffset: p.NextOffset, LastPushAt: timeOf(p.NewestMessage)})
+	}
+	return qs, nil
+}
+
+// ListQueues describes every queue, as [queen.Broker.ListQueues]; each
+// Config holds only the labels and Priority.
+func (c *Client) ListQueues(ctx context.Context) ([]queen.QueueStats, error) {
+	var out struct {
+		Queues []struct {
+			ID         string     `json:"id"`
+			Name       string     `json:"name"`
+			Namespace  *string    `json:"namespace"`
+			Task       *string    `json:"task"`
+			Priority   int        `json:"priority"`
+			CreatedAt  *string    `json:"createdAt"`
+			Partitions int        `json:"partitions"`
+			Messages   countsJSON `json:"messages"`
+		} `json:"queues"`
+	}
+	r := &request{op: "list queues", method: http.MethodGet, path: "/api/v1/resources/queues", safe: true}
+	if err := c.call(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	qs := make([]queen.QueueStats, 0, len(out.Queues))
+	for _, q := range out.Queues {
+		qs = append(qs, queen.QueueStats{
+			QueueInfo: queen.QueueInfo{Name: q.Name, ID: q.ID, CreatedAt: timeOf(q.CreatedAt),
+				Config: queen.QueueConfig{Namespace: str(q.Namespace), Task: str(q.Task), Priority: q.Priority}},
+			PartitionN: q.Partitions, Messages: q.Messages.Total, Pending: q.Messages.Pending + q.Messages.Processing,
+			InFlight: q.Messages.Processing, DeadLetters: q.Messages.DeadLetter, Parked: q.Messages.Failed,
+		})
+	}
+	return qs, nil
+}
+
+// DeleteQueue deletes a queue and everything in it, as
+// [queen.Broker.DeleteQueue].
+func (c *Client) DeleteQueue(ctx context.Context, name string) (bool, error) {
+	if name == "" {
+		return false, &queen.ArgumentError{Field: "name", Reason: "must not be empty"}
+	}
+	var out struct {
+		Existed bool `json:"existed"`
+	}
+	r := &request{op: "delete queue", method: http.MethodDelete, path: pathOf("/api/v1/resources/queues/", name), safe: true}
+	if err := c.call(ctx, r, &out); err != nil {
+		return false, err
+	}
+	return out.Existed, nil
+}
+
+// Fetch reads a partition by offset, as [queen.Broker.Fetch]. Queen's
+// server has no such read: [queen.ErrUnsupported].
+func (c *Client) Fetch(ctx context.Context, queue, partition string, from int64, limit int) (*queen.FetchResult, error) {
+	switch {
+	case queue == "":
+		return nil, &queen.ArgumentError{Field: "queue", Reason: "must not be empty"}
+	case partition == "":
+		return nil, &queen.ArgumentError{Field: "partition", Reason: "must not be empty"}
+	case from < 0:
+		return nil, &queen.ArgumentError{Field: "from", Reason: "must not be negative"}
+	case limit < 0:
+		return nil, &queen.ArgumentError{Field: "limit", Reason: "must not be negative"}
+	}
+	if err := c.unsupportedOn(ctx, "fetch by offset"); err != nil {
+		return nil, err
+	}
+	if limit == 0 {
+		limit = 100
+	}
+	q := url.Values{"fromOffset": {strconv.FormatInt(from, 10)}, "limit": {strconv.Itoa(min(limit, 1000))}}
+	var out struct {
+		Queue      string `json:"queue"`
+		Partition  string `json:"partition"`
+		NextOffset int64  `json:"nextOffset"`
+		Records    []struct {
+			Offset        int64           `json:"offset"`
+			ID            string          `json:"id"`
+			TransactionID string          `json:"transactionId"`
+			Data          json.RawMessage `json:"data"`
+			CreatedAt     *string         `json:"createdAt"`
+			TraceID       *string         `json:"traceId"`
+		} `json:"records"`
+	}
+	r := &request{op: "fetch", method: http.MethodGet, path: pathOf("/api/v1/fetch/queue/", queue, "/partition/", partition), query: q,
+		safe: true, notFound: c.missingRoute("fetch by offset", "Queue or partition not found")}
+	if err := c.call(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	res := &queen.FetchResult{Queue: firstOf(out.Queue, queue), Partition: firstOf(out.Partition, partition), NextOffset: out.NextOffset,
+		Records: make([]queen.Record, len(out.Records))}
+	for i, rec := range out.Records {
+		res.Records[i] = queen.Record{Offset: rec.Offset, MessageID: rec.ID, TransactionID: rec.TransactionID, TraceID: str(rec.TraceID),
+			Payload: rec.Data, CreatedAt: timeOf(rec.CreatedAt)}
+	}
+	return res, nil
+}
+
+// missingRoute maps the 404 of a route Queen's server lacks: the known
+// not-found message of ours is ErrNotFound, anything else (the server has
+// no such route) ErrUnsupported.
+func (c *Client) missingRoute(what, ours string) func(string) error {
+	return func(msg string) error {
+		if msg == ours {
+			return notFound(msg)
+		}
+		c.learn(ServerQueen)
+		return fmt.Errorf("%w: %s (the server has no such route)", queen.ErrUnsupported, what)
+	}
+}
+
+// SeekGroup moves a group's cursors on a queue, as
+// [queen.Broker.SeekGroup]. An unknown queue updates nothing (no error).
+func (c *Client) SeekGroup(ctx context.Context, group, queue string, opts queen.SeekOptions) (*queen.SeekResult, error) {
+	if group == "" || queue == "" {
+		return nil, &queen.ArgumentError{Field: "group", Reason: "group and queue must not be empty"}
+	}
+	body := map[string]any{"toEnd": true}
+	if !opts.ToEnd && !opts.Timestamp.IsZero() {
+		body = map[string]any{"timestamp": opts.Timestamp.UTC().Format(time.RFC3339Nano)}
+	}
+	var out struct {
+		PartitionsUpdated int `json:"partitionsUpdated"`
+	}
+	r := &request{op: "seek", method: http.MethodPost, path: pathOf("/api/v1/consumer-groups/", group, "/queues/", queue, "/seek"), body: body, safe: true}
+	if err := c.call(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	return &queen.SeekResult{PartitionsUpdated: out.PartitionsUpdated}, nil
+}
+
+// SeekPartition moves a group's cursor on one partition to its end, as
+// [queen.Broker.SeekPartition]; the API has no seek of one partition to a
+// time, so opts with a Timestamp (and not ToEnd) is
+// [queen.ErrUnsupported]. An unknown partition is [queen.ErrNotFound].
+func (c *Client) SeekPartition(ctx context.Context, group, queue, partition string, opts queen.SeekOptions) (*queen.SeekResult, error) {
+	if partition == "" {
+		return nil, &queen.ArgumentError{Field: "partition", Reason: "must not be empty"}
+	}
+	if !opts.ToEnd && !opts.Timestamp.IsZero() {
+		return nil, fmt.Errorf("%w: seeking one partition to a time over HTTP", queen.ErrUnsupported)
+	}
+	var out struct {
+		Updated       bool  `json:"updated"`
+		CursorMovedTo int64 `json:"cursorMovedTo"`
+	}
+	r := &request{op: "seek partition", method: http.MethodPost,
+		path: pathOf("/api/v1/consumer-groups/", group, "/queues/", queue, "/partitions/", partition, "/seek"), body: map[string]any{}, safe: true}
+	if err := c.call(ctx, r, &out); err != nil {
+		var se *ServerError // Queen's server answers 500 "Partition not found"
+		if errors.As(err, &se) && se.Message == "Partition not found" {
+			return nil, queen.ErrNotFound
+		}
+		return nil, err
+	}
+	res := &queen.SeekResult{CursorMovedTo: out.CursorMovedTo}
+	if out.Updated {
+		res.PartitionsUpdated = 1
+	}
+	return res, nil
+}
+
+// ListGroups describes consumer groups (only group when not empty), as
+// [queen.Broker.ListGroups], without Consumed, LastAckAt and
+// OldestPendingAt.
+func (c *Client) ListGroups(ctx context.Context, group string) ([]queen.GroupStats, error) {
+	var out []struct {
+		Name                  string  `json:"name"`
+		QueueName             string  `json:"queueName"`
+		Members               int     `json:"members"`
+		PartitionsWithLag     int     `json:"partitionsWithLag"`
+		TotalLag              *int64  `json:"totalLag"`
+		SubscriptionMode      *string `json:"subscriptionMode"`
+		SubscriptionTimestamp *string `json:"subscriptionTimestamp"`
+		SubscriptionCreatedAt *string `json:"subscriptionCreatedAt"`
+		InFlight              int64   `json:"inFlight"`
+		ActiveLeases          int     `json:"activeLeases"`
+		Conflation            bool    `json:"conflation"`
+	}
+	r := &request{op: "list groups", method: http.MethodGet, path: "/api/v1/consumer-groups", safe: true}
+	if err := c.call(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	gs := []queen.GroupStats{}
+	for _, g := range out {
+		if group != "" && g.Name != group {
+			continue
+		}
+		s := queen.GroupStats{Queue: g.QueueName, Group: g.Name, Mode: queen.SubscriptionMode(str(g.SubscriptionMode)),
+			JoinedAt: timeOf(g.SubscriptionCreatedAt), Conflation: g.Conflation, Partitions: g.Members,
+			PartitionsWithLag: g.PartitionsWithLag, InFlight: g.InFlight, ActiveLeases: g.ActiveLeases}
+		if g.TotalLag != nil {
+			s.Lag = *g.TotalLag
+		}
+		if s.Mode == "timestamp" {
+			s.From = timeOf(g.SubscriptionTimestamp)
+		}
+		gs = append(gs, s)
+	}
+	return gs, nil
+}
+
+// DeleteGroup removes a group's cursors on queue (every queue when queue
+// is ""), as [queen.Broker.DeleteGroup].
+func (c *Client) DeleteGroup(ctx context.Context, group, queue string, deleteMetadata bool) (int, error) {
+	if group == "" {
+		return 0, &queen.ArgumentError{Field: "group", Reason: "must not be empty"}
+	}
+	path := pathOf("/api/v1/consumer-groups/", group)
+	if queue != "" {
+		path = pathOf("/api/v1/consumer-groups/", group, "/queues/", queue)
+	}
+	var out struct {
+		DeletedPartitions int `json:"deletedPartitions"`
+	}
+	r := &request{op: "delete group", method: http.MethodDelete, path: path,
+		query: url.Values{"deleteMetadata": {strconv.FormatBool(deleteMetadata)}}, safe: true}
+	if err := c.call(ctx, r, &out); err != nil {
+		return 0, err
+	}
+	return out.DeletedPartitions, nil
+}
+
+// SetGroupSubscription moves a group's start point, as
+// [queen.Broker.SetGroupSubscription].
+func (c *Client) SetGroupSubscription(ctx context.Context, group string, from time.Time) (int, error) {
+	if group == "" {
+		return 0, &queen.ArgumentError{Field: "group", Reason: "must not be empty"}
+	}
+	var out struct {
+		RowsUpdated int `json:"rowsUpdated"`
+	}
+	r := &request{op: "group subscription", method: http.MethodPost, path: pathOf("/api/v1/consumer-groups/", group, "/subscription"),
+		body: map[string]string{"subscriptionTimestamp": from.UTC().Format(time.RFC3339Nano)}, safe: true}
+	if err := c.call(ctx, r, &out); err != nil {
+		return 0, err
+	}
+	return out.RowsUpdated, nil
+}
+
+// letterJSON is a dead-letter or parked entry.
+type letterJSON struct {
+	DeadLetterID  string          `json:"deadLetterId"`
+	ParkedID      string          `json:"parkedId"`
+	ID            string          `json:"id"`
+	TransactionID string          `json:"transactionId"`
+	PartitionID   *string         `json:"partitionId"`
+	Queue         string          `json:"queue"`
+	Partition     string          `json:"partition"`
+	ConsumerGroup string          `json:"consumerGroup"`
+	ErrorMessage  *string         `json:"errorMessage"`
+	RetryCount    int             `json:"retryCount"`
+	Data          json.RawMessage `json:"data"`
+	TraceID       *string         `json:"traceId"`
+	ProducerSub   *string         `json:"producerSub"`
+	CreatedAt     *string         `json:"createdAt"`
+	FailedAt      *string         `json:"failedAt"`
+	Offset        int64           `json:"offset"`
+}
+
+// letters lists /api/v1/dlq or /api/v1/parked.
+func (c *Client) letters(ctx context.Context, parked bool, f queen.LetterFilter) (*queen.LetterPage, error) {
+	if f.Limit < 0 || f.Offset < 0 {
+		return nil, &queen.ArgumentError{Field: "LetterFilter.Limit", Reason: "limit and offset must not be negative"}
+	}
+	path, op := "/api/v1/dlq", "dead letters"
+	if parked {
+		path, op = "/api/v1/parked", "parked messages"
+		if err := c.unsupportedOn(ctx, "the parked store"); err != nil {
+			return nil, err
+		}
+	}
+	q := url.Values{}
+	for k, v := range map[string]string{"queue": f.Queue, "consumerGroup": f.ConsumerGroup, "partition": f.Partition} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if !f.From.IsZero() {
+		q.Set("from", f.From.UTC().Format(time.RFC3339Nano))
+	}
+	if !f.To.IsZero() {
+		q.Set("to", f.To.UTC().Format(time.RFC3339Nano))
+	}
+	limit := f.Limit
+	if limit == 0 {
+		limit = 100
+	}
+	q.Set("limit", strconv.Itoa(min(limit, 1000)))
+	if f.Offset > 0 {
+		q.Set("offset", strconv.Itoa(f.Offset))
+	}
+	var out struct {
+		Messages []letterJSON `json:"messages"`
+		Total    *int         `json:"total"`
+	}
+	r := &request{op: op, method: http.MethodGet, path: path, query: q, safe: true, notFound: c.missingRoute(op, "")}
+	if err := c.call(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	page := &queen.LetterPage{Letters: make([]queen.DeadLetter, len(out.Messages))}
+	if out.Total != nil {
+		page.Total = *out.Total
+	} else {
+		c.learn(ServerQueen)
+	}
+	for i, l := range out.Messages {
+		page.Letters[i] = queen.DeadLetter{ID: firstOf(l.ParkedID, l.DeadLetterID), MessageID: l.ID, TransactionID: l.TransactionID,
+			Queue: l.Queue, Partition: l.Partition, PartitionID: str(l.PartitionID), ConsumerGroup: l.ConsumerGroup,
+			Error: str(l.ErrorMessage), RetryCount: l.RetryCount, Payload: l.Data, TraceID: str(l.TraceID),
+			ProducerSub: str(l.ProducerSub), Offset: l.Offset, CreatedAt: timeOf(l.CreatedAt), FailedAt: timeOf(l.FailedAt)}
+	}
+	return page, nil
+}
+
+// replay replays a dead letter or parked message.
+func (c *Client) replay(ctx context.Context, parked bool, id string) (*queen.ReplayResult, error) {
+	base, what, ours := "/api/v1/dlq/", "replaying dead letters", "Dead letter not found"
+	if parked {
+		base, what, ours = "/api/v1/parked/", "the parked store", "Parked message not found"
+	}
+	if id == "" {
+		return nil, queen.ErrNotFound
+	}
+	if err := c.unsupportedOn(ctx, what); err != nil {
+		return nil, err
+	}
+	var out struct {
+		DeadLetterID  string `json:"deadLetterId"`
+		ParkedID      string `json:"parkedId"`
+		MessageID     string `json:"messageId"`
+		TransactionID string `json:"transactionId"`
+		Offset        int64  `json:"offset"`
+		Duplicate     bool   `json:"duplicate"`
+	}
+	r := &request{op: "replay", method: http.MethodPost, path: pathOf(base, id, "/replay"), body: map[string]any{}, safe: true,
+		notFound: c.missingRoute(what, ours)}
+	if err := c.call(ctx, r, &out); err != nil {
+		return nil, idNotFound(err)
+	}
+	return &queen.ReplayResult{ID: firstOf(firstOf(out.ParkedID, out.DeadLetterID), id), MessageID: out.MessageID,
+		TransactionID: out.TransactionID, Offset: out.Offset, Duplicate: out.Duplicate}, nil
+}
+
+// idNotFound turns the server's refusal of an id it could never have
+// issued (not a UUID) into ErrNotFound, as the broker answers.
+func idNotFound(err error) error {
+	var ae *queen.ArgumentError
+	if errors.As(err, &ae) && (ae.Field == "deadLetterId" || ae.Field == "parkedId") {
+		return queen.ErrNotFound
+	}
+	return err
+}
+
+// deleteLetter deletes a dead letter or parked message.
+func (c *Client) deleteLetter(ctx context.Context, parked bool, id string) error {
+	base, what, ours := "/api/v1/dlq/", "deleting dead letters", "Dead letter not found"
+	if parked {
+		base, what, ours = "/api/v1/parked/", "the parked store", "Parked message not found"
+	}
+	if id == "" {
+		return queen.ErrNotFound
+	}
+	if err := c.unsupportedOn(ctx, what); err != nil {
+		return err
+	}
+	r := &request{op: "delete letter", method: http.MethodDelete, path: pathOf(base, id), notFound: c.missingRoute(what, ours)}
+	return idNotFound(c.call(ctx, r, nil))
+}
+
+// DeadLetters lists dead letters, as [queen.Broker.DeadLetters]. Against
+// Queen's server Total, ID and Offset are zero.
+func (c *Client) DeadLetters(ctx context.Context, f queen.LetterFilter) (*queen.LetterPage, error) {
+	return c.letters(ctx, false, f)
+}
+
+// ReplayDeadLetter pushes a copy of a dead letter back, as
+// [queen.Broker.ReplayDeadLetter]; [queen.ErrUnsupported] on Queen's
+// server.
+func (c *Client) ReplayDeadLetter(ctx context.Context, id string) (*queen.ReplayResult, error) {
+	return c.replay(ctx, false, id)
+}
+
+// DeleteDeadLetter removes a dead letter, as
+// [queen.Broker.DeleteDeadLetter]; [queen.ErrUnsupported] on Queen's
+// server.
+func (c *Client) DeleteDeadLetter(ctx context.Context, id string) error {
+	return c.deleteLetter(ctx, false, id)
+}
+
+// ParkedMessages lists parked messages, as [queen.Broker.ParkedMessages];
+// [queen.ErrUnsupported] on Queen's server.
+func (c *Client) ParkedMessages(ctx context.Context, f queen.LetterFilter) (*queen.LetterPage, error) {
+	return c.letters(ctx, true, f)
+}
+
+// ReplayParked pushes a copy of a parked message back, as
+// [queen.Broker.ReplayParked]; [queen.ErrUnsupported] on Queen's server.
+func (c *Client) ReplayParked(ctx context.Context, id string) (*queen.ReplayResult, error) {
+	return c.replay(ctx, true, id)
+}
+
+// DeleteParked removes a parked message, as [queen.Broker.DeleteParked];
+// [queen.ErrUnsupported] on Queen's server.
+func (c *Client) DeleteParked(ctx context.Context, id string) error {
+	return c.deleteLetter(ctx, true, id)
+}
+
+// Ping reports whether the server can serve (GET /health answers 200).
+// A server whose broker has closed answers [queen.ErrClosed].
+func (c *Client) Ping(ctx context.Context) error {
+	var out struct {
+		Status string `json:"status"`
+		Server string `json:"server"`
+	}
+	a, err := c.send(ctx, &request{op: "ping", method: http.MethodGet, path: "/health", safe: true})
+	if err != nil {
+		return err
+	}
+	_ = json.Unmarshal(a.body, &out)
+	switch {
+	case a.status == http.StatusOK:
+		return nil
+	case a.status == http.StatusServiceUnavailable:
+		return &ServerError{Op: "ping", StatusCode: a.status, Message: firstOf(out.Status, "unhealthy"), Err: queen.ErrClosed}
+	}
+	return c.errorFor(&request{op: "ping"}, a)
+}

@@ -1,0 +1,82 @@
+// Package remote is a [queen.Client] over HTTP: the same Go API as an
+// embedded [queen.Broker], served by another process. It talks to
+// cmd/queen, to any server mounting package httpapi, or to Queen MQ's own
+// server (which scales out over PostgreSQL). Moving an application from
+// one process to several is one changed line:
+//
+//	b, err := queen.Open(dir, nil)                  // embedded
+//	c, err := remote.Dial("http://queen:6632", nil) // shared by processes
+//
+// Both are a [queen.Client]: the builder ([Client.Queue]), the consume loop
+// with its outcomes, retry policies, concurrency, lease renewal and
+// bounded drain, transactions ([Client.Transaction]) and [queen.Admin] are
+// the same code, written once in package queen.
+//
+// # Errors
+//
+// Answers map back to package queen's sentinels: a 404 to
+// [queen.ErrNotFound], a refused lease to [queen.ErrLeaseExpired], a 400 to
+// an [*queen.ArgumentError] naming the field the server named, a 413 to
+// [queen.ErrTooLarge], a full queue to [queen.ErrQueueFull], an aborted
+// transaction to a [*queen.TransactionError]. Every call after
+// [Client.Close] returns [queen.ErrClosed]. A request that got no usable
+// answer (connection refused, deadline passed, a body that is not the
+// API's) is a [*TransportError] wrapping the cause; an error answer no
+// sentinel stands for (a 500, a 401 or 403) is a [*ServerError]. Neither is
+// ever turned into an empty result. A call whose ctx ends returns ctx's
+// error at once, aborting the request in flight.
+//
+// # Retries
+//
+// A request that could not be sent at all (the connection was refused) is
+// tried again for every call. A network failure after sending, or a 5xx
+// answer, is tried again only for calls that are safe to repeat:
+//
+//   - Push: the client gives every item without one a transactionId
+//     (UUIDv7) before the first try, so a repeated push is deduplicated;
+//     an item a lost answer had already stored then reports
+//     [queen.PushDuplicate] with the message's id.
+//   - Pop: a pop whose answer was lost leaves a lease nobody holds; its
+//     messages come back when it runs out, as after a crash.
+//   - RenewLease and Renew: the expiry is the later of the two.
+//   - ConfigureQueue (it replaces the whole configuration), DeleteQueue,
+//     SeekGroup, SeekPartition, DeleteGroup, SetGroupSubscription, and
+//     ReplayDeadLetter and ReplayParked (the copy is deduplicated by its
+//     transactionId: a repeat reports Duplicate).
+//   - Every read: DescribeQueue, Fetch, DeadLetters, ParkedMessages,
+//     QueueStats, ListQueues, ListGroups, Ping.
+//
+// Ack, AckBatch, ExecTransaction, DeleteDeadLetter and DeleteParked are
+// not repeated: a lost answer is a [*TransportError], and the caller
+// decides (an unsettled message comes back when its lease runs out).
+//
+// # Queen's own server
+//
+// Queen's server answers some exchanges differently from cmd/queen (see
+// the wire contract, Part C); the client accepts both. What that server
+// lacks is refused with [queen.ErrUnsupported] rather than answered with
+// wrong data: [Client.Fetch], replaying and deleting dead letters, the
+// parked store (listing, replay, delete, and acks of status park),
+// conflating pops, and seeking one partition to a time. Fields it does
+// not send are zero: [queen.Message.Offset] and
+// [queen.Message.DeliveryAttempt] (a [queen.RetryPolicy] then counts the
+// attempts this process saw), [queen.PushResult.Offset],
+// [queen.DeadLetter.ID] and Offset, and [queen.LetterPage.Total]. It
+// ignores an ack's Delay, so a retry policy's back-off does not hold the
+// message back there. The client learns which server it talks to from
+// GET /health, once, when a call first depends on it; [Options.Server]
+// can say it instead.
+//
+// # What the remote API does not carry
+//
+// A few answers are thinner than in process, on every server: the
+// [queen.QueueInfo] of ConfigureQueue has no CreatedAt; ListQueues
+// reports a queue's labels and Priority but not the rest of its Config;
+// QueueStats has no per-partition cursors ([queen.PartitionStats].Cursors
+// is nil); [queen.GroupStats] has no Consumed, LastAckAt or
+// OldestPendingAt; a lease's expiry has millisecond precision; SeekGroup
+// on an unknown queue updates nothing instead of answering
+// [queen.ErrNotFound]. A consume loop learns that a message was settled
+// by its handler only when the handler settled it through the same
+// Client.
+package remote

@@ -1,0 +1,162 @@
+package remote
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/queenlite/queen"
+)
+
+// TransportError reports a request that got no usable answer: the
+// connection failed, the request's deadline passed, or the answer was not
+// the API's (not JSON, or cut short). Err is the cause. The call's effect
+// on the server is unknown, except for calls the client repeats (see the
+// package doc), which are safe to repeat again.
+type TransportError struct {
+	Op  string // the call: "push", "pop", "ack", ...
+	URL string // method and URL, credentials removed
+	Err error
+}
+
+// Error names the call, the URL and the cause.
+func (e *TransportError) Error() string {
+	return fmt.Sprintf("queen: remote %s (%s): %v", e.Op, e.URL, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *TransportError) Unwrap() error { return e.Err }
+
+// ServerError reports an error answer that no sentinel of package queen
+// stands for: a 500 (the server's storage failed), a 401 or 403 (the
+// token), a 200 carrying {"success": false, "error": ...} from Queen's
+// server. Err, when set, is the sentinel it also matches: [queen.ErrClosed]
+// for a server whose broker has closed (503 "broker unavailable").
+type ServerError struct {
+	Op         string
+	StatusCode int
+	Message    string // the server's {"error": ...} text, or the start of its body
+	Err        error
+}
+
+// Error names the call, the status and the server's message.
+func (e *ServerError) Error() string {
+	return fmt.Sprintf("queen: remote %s: server answered %d: %s", e.Op, e.StatusCode, e.Message)
+}
+
+// Unwrap returns Err.
+func (e *ServerError) Unwrap() error { return e.Err }
+
+// messageOf is the {"error": ...} text of an answer, or the start of its
+// body.
+func messageOf(body []byte) string {
+	var eb struct {
+		Error any `json:"error"`
+	}
+	if json.Unmarshal(body, &eb) == nil {
+		if s, ok := eb.Error.(string); ok && s != "" {
+			return s
+		}
+	}
+	s := strings.TrimSpace(string(body))
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+// errorFor maps an error answer to package queen's errors.
+func (c *Client) errorFor(req *request, a *answer) error {
+	msg := messageOf(a.body)
+	switch a.status {
+	case http.StatusBadRequest:
+		return argumentOf(msg)
+	case http.StatusNotFound:
+		if msg == "not supported" {
+			return fmt.Errorf("%w: %s", queen.ErrUnsupported, req.op)
+		}
+		if req.notFound != nil {
+			return req.notFound(msg)
+		}
+		return notFound(msg)
+	case http.StatusConflict:
+		switch {
+		case strings.Contains(strings.ToLower(msg), "lease"):
+			return queen.ErrLeaseExpired
+		case msg == "queue full":
+			return queen.ErrQueueFull
+		}
+	case http.StatusRequestEntityTooLarge:
+		return fmt.Errorf("%w: %s: %s", queen.ErrTooLarge, req.op, msg)
+	case http.StatusServiceUnavailable:
+		if msg == "broker unavailable" {
+			return &ServerError{Op: req.op, StatusCode: a.status, Message: msg, Err: queen.ErrClosed}
+		}
+	}
+	return &ServerError{Op: req.op, StatusCode: a.status, Message: msg}
+}
+
+// notFound is ErrNotFound with the server's words.
+func notFound(msg string) error {
+	if msg == "" || msg == "not found" {
+		return queen.ErrNotFound
+	}
+	return fmt.Errorf("%w: %s", queen.ErrNotFound, msg)
+}
+
+// argumentOf turns a 400's message into the *queen.ArgumentError it
+// reports: "invalid <field>: <reason>" from a broker's refusal, or
+// "<field> <reason>" from the server's own checks.
+func argumentOf(msg string) *queen.ArgumentError {
+	if rest, ok := strings.CutPrefix(msg, "invalid "); ok {
+		if f, r, ok := strings.Cut(rest, ": "); ok && isField(f) {
+			return &queen.ArgumentError{Field: f, Reason: r}
+		}
+	}
+	if f, r, ok := strings.Cut(msg, " "); ok && isField(f) && f[0] >= 'a' && f[0] <= 'z' {
+		return &queen.ArgumentError{Field: f, Reason: r}
+	}
+	return &queen.ArgumentError{Field: "request", Reason: msg}
+}
+
+// isField reports whether s looks like a field path: Items[0].Queue.
+func isField(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '[', r == ']', r == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ackError maps a refused ack item's text to the error the broker gives.
+func ackError(text string) error {
+	switch {
+	case text == "":
+		return &queen.ArgumentError{Field: "Status", Reason: "refused"}
+	case text == "Message not found", strings.HasSuffix(text, "not found"):
+		return queen.ErrNotFound
+	case strings.Contains(strings.ToLower(text), "lease"):
+		return queen.ErrLeaseExpired
+	case strings.HasPrefix(text, "invalid status"):
+		return &queen.ArgumentError{Field: "Status", Reason: text}
+	}
+	return &queen.ArgumentError{Field: "AckItem", Reason: text}
+}
+
+// pushError maps a refused push item's text.
+func pushError(text string) error {
+	switch text {
+	case "queue full":
+		return queen.ErrQueueFull
+	case "", "internal error":
+		return &ServerError{Op: "push", StatusCode: http.StatusOK, Message: "item failed: " + text}
+	}
+	return &queen.ArgumentError{Field: "PushItem", Reason: text}
+}

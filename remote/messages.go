@@ -1,0 +1,731 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/uuid"
+)
+
+// pushItemJSON is a push item on the wire.
+type pushItemJSON struct {
+	Queue         string          `json:"queue"`
+	Partition     string          `json:"partition,omitempty"`
+	Payload       json.RawMessage `json:"payload"`
+	TransactionID string          `json:"transactionId"`
+	TraceID       string          `json:"traceId,omitempty"`
+	Namespace     string          `json:"namespace,omitempty"`
+	Task          string          `json:"task,omitempty"`
+}
+
+// pushResultJSON is a push result: Queen writes its ids in snake_case,
+// cmd/queen in both cases.
+type pushResultJSON struct {
+	Status         string  `json:"status"`
+	TransactionID  string  `json:"transactionId"`
+	TransactionID2 string  `json:"transaction_id"`
+	MessageID      *string `json:"messageId"`
+	MessageID2     *string `json:"message_id"`
+	PartitionID    *string `json:"partitionId"`
+	PartitionID2   *string `json:"partition_id"`
+	TraceID        *string `json:"traceId"`
+	TraceID2       *string `json:"trace_id"`
+	QueueName      string  `json:"queueName"`
+	Partition      string  `json:"partition"`
+	Offset         *int64  `json:"offset"`
+	Error          *string `json:"error"`
+}
+
+func either(a, b *string) string {
+	if a != nil && *a != "" {
+		return *a
+	}
+	if b != nil {
+		return *b
+	}
+	return ""
+}
+
+func firstOf(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// result turns a wire result for item it into a PushResult.
+func (p *pushResultJSON) result(it *pushItemJSON) queen.PushResult {
+	r := queen.PushResult{
+		Status: queen.PushStatus(p.Status), Queue: firstOf(p.QueueName, it.Queue), Partition: firstOf(p.Partition, it.Partition),
+		PartitionID: either(p.PartitionID, p.PartitionID2), MessageID: either(p.MessageID, p.MessageID2),
+		TransactionID: firstOf(firstOf(p.TransactionID, p.TransactionID2), it.TransactionID), TraceID: either(p.TraceID, p.TraceID2),
+	}
+	if p.Offset != nil {
+		r.Offset = *p.Offset
+	}
+	switch r.Status {
+	case queen.PushQueued, queen.PushDuplicate:
+	case "buffered": // Queen's server kept it in its write buffer: stored later
+		r.Status = queen.PushQueued
+	default:
+		r.Status = queen.PushFailed
+		r.Err = pushError(either(p.Error, nil))
+	}
+	return r
+}
+
+// wireItems checks push items as the broker does and gives each one
+// without a transactionId a fresh UUIDv7, so that the push can be
+// repeated safely.
+func wireItems(items []queen.PushItem, field func(i int) string) ([]pushItemJSON, error) {
+	out := make([]pushItemJSON, len(items))
+	for i := range items {
+		it := &items[i]
+		if it.Queue == "" {
+			return nil, &queen.ArgumentError{Field: field(i) + ".Queue", Reason: "must not be empty"}
+		}
+		for _, f := range [...]struct{ name, v string }{{"Queue", it.Queue}, {"Partition", it.Partition}, {"TransactionID", it.TransactionID},
+			{"TraceID", it.TraceID}, {"Namespace", it.Namespace}, {"Task", it.Task}} {
+			if len(f.v) > queen.MaxNameLen {
+				return nil, &queen.ArgumentError{Field: field(i) + "." + f.name, Reason: fmt.Sprintf("longer than %d bytes", queen.MaxNameLen)}
+			}
+		}
+		p := it.Payload
+		if len(p) == 0 {
+			p = json.RawMessage("null")
+		} else if !json.Valid(p) {
+			return nil, &queen.ArgumentError{Field: field(i) + ".Payload", Reason: "not valid JSON"}
+		}
+		part := it.Partition
+		if part == "" {
+			part = queen.DefaultPartition
+		}
+		txid := it.TransactionID
+		if txid == "" {
+			txid = uuid.NewV7().String()
+		}
+		out[i] = pushItemJSON{Queue: it.Queue, Partition: part, Payload: p, TransactionID: txid, TraceID: it.TraceID,
+			Namespace: it.Namespace, Task: it.Task}
+	}
+	return out, nil
+}
+
+// Push stores messages, as [queen.Broker.Push]. Items without a
+// TransactionID get one here (UUIDv7), so the push is safe to repeat. An
+// item the server refused is reported in its result (PushFailed, with
+// [queen.ErrQueueFull] for a full queue).
+func (c *Client) Push(ctx context.Context, items []queen.PushItem) ([]queen.PushResult, error) {
+	wire, err := wireItems(items, func(i int) string { return "PushItem[" + strconv.Itoa(i) + "]" })
+	if err != nil {
+		return nil, err
+	}
+	results := make([]queen.PushResult, 0, len(items))
+	if len(items) == 0 {
+		return results, nil
+	}
+	var out []pushResultJSON
+	a, err := c.send(ctx, &request{op: "push", method: http.MethodPost, path: "/api/v1/push", body: map[string]any{"items": wire}, safe: true})
+	if err != nil {
+		return nil, err
+	}
+	req := &request{op: "push", method: http.MethodPost, path: "/api/v1/push"}
+	if a.status < 200 || a.status > 299 {
+		return nil, c.errorFor(req, a)
+	}
+	if a.status == http.StatusOK {
+		c.learn(ServerQueen) // cmd/queen answers 201
+	}
+	if err := json.Unmarshal(a.body, &out); err != nil {
+		return nil, &TransportError{Op: "push", URL: c.redacted(req), Err: fmt.Errorf("answer is not a list of results: %w", err)}
+	}
+	if len(out) != len(items) {
+		return nil, &TransportError{Op: "push", URL: c.redacted(req), Err: fmt.Errorf("%d results for %d items", len(out), len(items))}
+	}
+	for i := range out {
+		results = append(results, out[i].result(&wire[i]))
+	}
+	return results, nil
+}
+
+// popReply is a pop's answer, in either server's form.
+type popReply struct {
+	Success           *bool          `json:"success"`
+	Error             *string        `json:"error"`
+	Queue             string         `json:"queue"`
+	Partition         string         `json:"partition"`
+	PartitionID       *string        `json:"partitionId"`
+	LeaseID           *string        `json:"leaseId"`
+	ConsumerGroup     string         `json:"consumerGroup"`
+	PartitionsClaimed int            `json:"partitionsClaimed"`
+	Messages          []popMessageJS `json:"messages"`
+}
+
+type popMessageJS struct {
+	ID              string          `json:"id"`
+	TransactionID   string          `json:"transactionId"`
+	PartitionID     string          `json:"partitionId"`
+	Partition       string          `json:"partition"`
+	Queue           string          `json:"queue"`
+	LeaseID         *string         `json:"leaseId"`
+	ConsumerGroup   string          `json:"consumerGroup"`
+	Data            json.RawMessage `json:"data"`
+	TraceID         *string         `json:"traceId"`
+	ProducerSub     *string         `json:"producerSub"`
+	CreatedAt       *string         `json:"createdAt"`
+	Offset          *int64          `json:"offset"`
+	DeliveryAttempt *int            `json:"deliveryAttempt"`
+}
+
+// emptyPops are the errors Queen's server gives an empty pop, with 200.
+var emptyPops = map[string]bool{"no_available_partition": true, "lease_held": true, "partition_not_found": true,
+	"window_buffer_active": true, "paused": true}
+
+// popQuery checks req as the broker does and builds the pop's path and
+// query.
+func popQuery(req *queen.PopRequest) (string, url.Values, error) {
+	bad := func(field, reason string) error {
+		return &queen.ArgumentError{Field: "PopRequest." + field, Reason: reason}
+	}
+	for _, f := range [...]struct{ name, v string }{{"Queue", req.Queue}, {"Partition", req.Partition}, {"Group", req.Group},
+		{"Namespace", req.Namespace}, {"Task", req.Task}} {
+		if len(f.v) > queen.MaxNameLen {
+			return "", nil, bad(f.name, fmt.Sprintf("longer than %d bytes", queen.MaxNameLen))
+		}
+	}
+	switch {
+	case req.Batch < 0:
+		return "", nil, bad("Batch", "must not be negative")
+	case req.Partitions < 0:
+		return "", nil, bad("Partitions", "must not be negative")
+	case req.Timeout < 0:
+		return "", nil, bad("Timeout", "must not be negative")
+	case req.Lease < 0:
+		return "", nil, bad("Lease", "must not be negative")
+	}
+	switch req.SubscriptionMode {
+	case "", queen.SubscriptionModeNew, queen.SubscriptionModeAll, queen.SubscriptionModeNewOnly:
+	default:
+		return "", nil, bad("SubscriptionMode", fmt.Sprintf("must be %q or %q, not %q", queen.SubscriptionModeNew, queen.SubscriptionModeAll, req.SubscriptionMode))
+	}
+	group := req.Group
+	if group == queen.QueueModeGroup {
+		group = ""
+	}
+	if req.Conflation && group == "" {
+		return "", nil, bad("Conflation", "needs a consumer group")
+	}
+	if req.Conflation && req.AutoAck {
+		return "", nil, bad("Conflation", "cannot be combined with AutoAck")
+	}
+	q := url.Values{}
+	path := "/api/v1/pop"
+	switch {
+	case req.Queue != "" && req.Partition != "":
+		path = pathOf("/api/v1/pop/queue/", req.Queue, "/partition/", req.Partition)
+	case req.Queue != "":
+		path = pathOf("/api/v1/pop/queue/", req.Queue)
+	case req.Namespace == "" && req.Task == "":
+		return "", nil, bad("Queue", "needs a queue name, or Namespace/Task for a discovery pop")
+	default:
+		if req.Namespace != "" {
+			q.Set("namespace", req.Namespace)
+		}
+		if req.Task != "" {
+			q.Set("task", req.Task)
+		}
+	}
+	if group != "" {
+		q.Set("consumerGroup", group)
+	}
+	switch {
+	case req.Batch > 0:
+		q.Set("batch", strconv.Itoa(min(req.Batch, 10000)))
+	case !req.Autopilot:
+		q.Set("batch", "1")
+	}
+	if req.Partitions > 0 {
+		q.Set("partitions", strconv.Itoa(min(req.Partitions, 64)))
+	}
+	if req.Autopilot {
+		q.Set("autopilot", "true")
+	}
+	if req.Wait && req.Queue != "" {
+		q.Set("wait", "true")
+		q.Set("timeout", strconv.FormatInt(waitOf(req).Milliseconds(), 10))
+	}
+	if req.AutoAck {
+		q.Set("autoAck", "true")
+	}
+	if req.Lease > 0 {
+		q.Set("leaseSeconds", strconv.FormatInt(int64((req.Lease+time.Second-1)/time.Second), 10))
+	}
+	if req.Conflation {
+		q.Set("conflation", "true")
+	}
+	switch req.SubscriptionMode {
+	case queen.SubscriptionModeNew, queen.SubscriptionModeNewOnly:
+		q.Set("subscriptionMode", "new")
+	case queen.SubscriptionModeAll:
+		q.Set("subscriptionMode", "all")
+	}
+	if !req.SubscriptionFrom.IsZero() {
+		q.Set("subscriptionFrom", req.SubscriptionFrom.UTC().Format(time.RFC3339Nano))
+	}
+	return path, q, nil
+}
+
+// waitOf is how long the server may hold a waiting pop.
+func waitOf(req *queen.PopRequest) time.Duration {
+	if req.Timeout == 0 {
+		return 30 * time.Second
+	}
+	return max(min(req.Timeout, 60*time.Second), time.Millisecond)
+}
+
+// Pop leases messages, as [queen.Broker.Pop]. A waiting pop holds its
+// request for the wait plus Options.RequestTimeout. Nothing to deliver is
+// a result with no messages, whichever way the server says it. Against
+// Queen's server a conflating pop is [queen.ErrUnsupported], and messages
+// carry no Offset nor DeliveryAttempt (zero).
+func (c *Client) Pop(ctx context.Context, req queen.PopRequest) (*queen.PopResult, error) {
+	path, q, err := popQuery(&req)
+	if err != nil {
+		return nil, err
+	}
+	if req.Conflation {
+		if err := c.unsupportedOn(ctx, "conflation"); err != nil {
+			return nil, err
+		}
+	}
+	r := &request{op: "pop", method: http.MethodGet, path: path, query: q, safe: true}
+	if req.Wait && req.Queue != "" {
+		r.extra = waitOf(&req)
+	}
+	group := req.Group
+	if group == "" {
+		group = queen.QueueModeGroup
+	}
+	empty := &queen.PopResult{Queue: req.Queue, ConsumerGroup: group, Messages: []*queen.Message{}}
+	a, err := c.send(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case a.status == http.StatusNoContent:
+		return empty, nil
+	case a.status != http.StatusOK:
+		return nil, c.errorFor(r, a)
+	}
+	var pr popReply
+	if err := json.Unmarshal(a.body, &pr); err != nil {
+		return nil, &TransportError{Op: "pop", URL: c.redacted(r), Err: fmt.Errorf("answer is not a pop result: %w", err)}
+	}
+	if pr.Success != nil && !*pr.Success {
+		text := either(pr.Error, nil)
+		if emptyPops[text] || text == "" {
+			c.learn(ServerQueen) // cmd/queen answers 204
+			return empty, nil
+		}
+		return nil, &ServerError{Op: "pop", StatusCode: a.status, Message: text}
+	}
+	if len(pr.Messages) == 0 {
+		// cmd/queen answers a conflating group's empty pop so; Queen's
+		// server every empty pop.
+		empty.Conflating = req.Conflation
+		return empty, nil
+	}
+	res := &queen.PopResult{
+		Queue: firstOf(pr.Queue, req.Queue), Partition: pr.Partition, PartitionID: either(pr.PartitionID, nil),
+		LeaseID: either(pr.LeaseID, nil), ConsumerGroup: firstOf(pr.ConsumerGroup, group),
+		PartitionsClaimed: pr.PartitionsClaimed, Messages: make([]*queen.Message, len(pr.Messages)),
+	}
+	for i := range pr.Messages {
+		m := &pr.Messages[i]
+		msg := &queen.Message{
+			ID: m.ID, TransactionID: m.TransactionID, Queue: firstOf(m.Queue, res.Queue), Partition: m.Partition,
+			PartitionID: m.PartitionID, ConsumerGroup: firstOf(m.ConsumerGroup, res.ConsumerGroup), LeaseID: either(m.LeaseID, nil),
+			TraceID: either(m.TraceID, nil), ProducerSub: either(m.ProducerSub, nil), Payload: m.Data,
+		}
+		if msg.LeaseID == "" && !req.AutoAck {
+			msg.LeaseID = res.LeaseID
+		}
+		if len(msg.Payload) == 0 {
+			msg.Payload = json.RawMessage("null")
+		}
+		if m.CreatedAt != nil {
+			msg.CreatedAt = parseTime(*m.CreatedAt)
+		}
+		if m.Offset != nil {
+			msg.Offset = *m.Offset
+		} else {
+			c.learn(ServerQueen)
+		}
+		if m.DeliveryAttempt != nil {
+			msg.DeliveryAttempt = *m.DeliveryAttempt
+		}
+		res.Messages[i] = msg
+	}
+	if res.PartitionsClaimed == 0 {
+		res.PartitionsClaimed = 1
+	}
+	if res.PartitionID == "" {
+		res.PartitionID, res.Partition = res.Messages[0].PartitionID, res.Messages[0].Partition
+	}
+	return res, nil
+}
+
+// parseTime reads a timestamp in any of the servers' forms; zero if
+// unreadable.
+func parseTime(s string) time.Time {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999Z07:00"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC()
+		}
+	}
+	return time.Time{}
+}
+
+// ackJSON is an ack item on the wire.
+type ackJSON struct {
+	TransactionID string `json:"transactionId"`
+	PartitionID   string `json:"partitionId"`
+	LeaseID       string `json:"leaseId,omitempty"`
+	ConsumerGroup string `json:"consumerGroup,omitempty"`
+	Status        string `json:"status,omitempty"`
+	Error         string `json:"error,omitempty"`
+	DelayMs       int64  `json:"delayMs,omitempty"`
+}
+
+func ackOf(it *queen.AckItem) ackJSON {
+	a := ackJSON{TransactionID: it.TransactionID, PartitionID: it.PartitionID, LeaseID: it.LeaseID, Status: string(it.Status),
+		Error: it.Error, DelayMs: it.Delay.Milliseconds()}
+	if it.Group != queen.QueueModeGroup {
+		a.ConsumerGroup = it.Group
+	}
+	if it.Delay > 0 && a.DelayMs == 0 {
+		a.DelayMs = 1
+	}
+	return a
+}
+
+// ackResultJSON is one ack result.
+type ackResultJSON struct {
+	TransactionID string  `json:"transactionId"`
+	Success       bool    `json:"success"`
+	Error         *string `json:"error"`
+	QueueName     *string `json:"queueName"`
+	PartitionName *string `json:"partitionName"`
+	LeaseReleased bool    `json:"leaseReleased"`
+	DLQ           bool    `json:"dlq"`
+}
+
+// Ack settles one message, as [queen.Broker.Ack]: completed when ok,
+// failed otherwise, or opts.Status. A refused ack returns the item's error
+// ([queen.ErrLeaseExpired], [queen.ErrNotFound]) with its result.
+func (c *Client) Ack(ctx context.Context, msg *queen.Message, ok bool, opts queen.AckOptions) (*queen.AckResult, error) {
+	if msg == nil {
+		return nil, &queen.ArgumentError{Field: "msg", Reason: "must not be nil"}
+	}
+	st := opts.Status
+	if st == "" {
+		st = queen.AckCompleted
+		if !ok {
+			st = queen.AckFailed
+		}
+	}
+	group := opts.ConsumerGroup
+	if group == "" && msg.ConsumerGroup != queen.QueueModeGroup {
+		group = msg.ConsumerGroup
+	}
+	leaseID := opts.LeaseID
+	if leaseID == "" {
+		leaseID = msg.LeaseID
+	}
+	res, err := c.AckBatch(ctx, []queen.AckItem{{TransactionID: msg.TransactionID, PartitionID: msg.PartitionID, LeaseID: leaseID,
+		Group: group, Status: st, Error: opts.Error, Delay: opts.Delay}})
+	if err != nil {
+		return nil, err
+	}
+	return &res[0], res[0].Err
+}
+
+// checkAcks checks ack items as the broker does.
+func checkAcks(items []queen.AckItem) error {
+	if len(items) > queen.MaxAckItems {
+		return &queen.ArgumentError{Field: "items", Reason: fmt.Sprintf("at most %d per call, not %d", queen.MaxAckItems, len(items))}
+	}
+	for i := range items {
+		f := "AckItem[" + strconv.Itoa(i) + "]."
+		switch {
+		case items[i].TransactionID == "":
+			return &queen.ArgumentError{Field: f + "TransactionID", Reason: "is required"}
+		case items[i].PartitionID == "":
+			return &queen.ArgumentError{Field: f + "PartitionID", Reason: "is required"}
+		case items[i].Delay < 0:
+			return &queen.ArgumentError{Field: f + "Delay", Reason: "must not be negative"}
+		}
+	}
+	return nil
+}
+
+// AckBatch settles many messages, as [queen.Broker.AckBatch]: refused
+// items are reported in their results. Against Queen's server an ack of
+// status park is [queen.ErrUnsupported]. It is not repeated after a
+// failure past sending (see the package doc).
+func (c *Client) AckBatch(ctx context.Context, items []queen.AckItem) ([]queen.AckResult, error) {
+	if err := checkAcks(items); err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return []queen.AckResult{}, nil
+	}
+	wire := make([]ackJSON, len(items))
+	for i := range items {
+		wire[i] = ackOf(&items[i])
+		if items[i].Status == queen.AckPark {
+			if err := c.unsupportedOn(ctx, "ack status park"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var out []ackResultJSON
+	var err error
+	if len(items) == 1 {
+		err = c.call(ctx, &request{op: "ack", method: http.MethodPost, path: "/api/v1/ack", body: wire[0]}, &out)
+	} else {
+		body := map[string]any{"acknowledgments": wire}
+		if g := wire[0].ConsumerGroup; g != "" && sameGroup(wire) {
+			body["consumerGroup"] = g // Queen's server reads the group here
+		}
+		err = c.call(ctx, &request{op: "ack", method: http.MethodPost, path: "/api/v1/ack/batch", body: body}, &out)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(out) != len(items) {
+		return nil, &TransportError{Op: "ack", URL: c.base.Redacted(), Err: fmt.Errorf("%d results for %d items", len(out), len(items))}
+	}
+	results := make([]queen.AckResult, len(items))
+	for i := range out {
+		o := &out[i]
+		r := queen.AckResult{TransactionID: firstOf(o.TransactionID, items[i].TransactionID), Queue: either(o.QueueName, nil),
+			Partition: either(o.PartitionName, nil), Success: o.Success, LeaseReleased: o.LeaseReleased, DeadLettered: o.DLQ}
+		if !o.Success {
+			r.Err = ackError(either(o.Error, nil))
+		} else if items[i].Status == queen.AckPark {
+			r.Parked = true
+		}
+		results[i] = r
+	}
+	c.rt.Settled(items, results)
+	return results, nil
+}
+
+func sameGroup(w []ackJSON) bool {
+	for i := range w {
+		if w[i].ConsumerGroup != w[0].ConsumerGroup {
+			return false
+		}
+	}
+	return true
+}
+
+// leaseResultJSON is a lease-extend result.
+type leaseResultJSON struct {
+	Success   bool    `json:"success"`
+	Error     *string `json:"error"`
+	ExpiresAt *string `json:"expiresAt"`
+}
+
+// RenewLease extends a lease to at least d from now (60 s when d is 0),
+// as [queen.Broker.RenewLease], in whole seconds (rounded up). An expired
+// lease is [queen.ErrLeaseExpired], an unknown or released one
+// [queen.ErrNotFound]. The expiry has millisecond precision.
+func (c *Client) RenewLease(ctx context.Context, leaseID string, d time.Duration) (time.Time, error) {
+	if d < 0 {
+		return time.Time{}, &queen.ArgumentError{Field: "d", Reason: "must not be negative"}
+	}
+	if leaseID == "" {
+		return time.Time{}, queen.ErrNotFound
+	}
+	if d == 0 {
+		d = 60 * time.Second
+	}
+	secs := int64((d + time.Second - 1) / time.Second)
+	var out []leaseResultJSON
+	r := &request{op: "renew", method: http.MethodPost, path: pathOf("/api/v1/lease/", leaseID, "/extend"),
+		body: map[string]int64{"seconds": secs}, safe: true,
+		notFound: func(string) error { return queen.ErrNotFound }}
+	if err := c.call(ctx, r, &out); err != nil {
+		var ae *queen.ArgumentError
+		if asArg(err, &ae) && ae.Field == "leaseId" { // not a lease id this server could have issued
+			return time.Time{}, queen.ErrNotFound
+		}
+		return time.Time{}, err
+	}
+	if len(out) == 0 {
+		return time.Time{}, &TransportError{Op: "renew", URL: c.redacted(r), Err: fmt.Errorf("no result")}
+	}
+	if !out[0].Success {
+		text := either(out[0].Error, nil)
+		if text == "Lease not found" {
+			return time.Time{}, queen.ErrNotFound
+		}
+		return time.Time{}, queen.ErrLeaseExpired
+	}
+	exp := time.Time{}
+	if out[0].ExpiresAt != nil {
+		exp = parseTime(*out[0].ExpiresAt)
+	}
+	return exp, nil
+}
+
+// Renew extends the lease msg was delivered under by its queue's
+// LeaseTime (asked of the server), as [queen.Broker.Renew].
+func (c *Client) Renew(ctx context.Context, msg *queen.Message) (time.Time, error) {
+	if msg == nil || msg.LeaseID == "" {
+		return time.Time{}, &queen.ArgumentError{Field: "msg", Reason: "has no lease"}
+	}
+	d := 60 * time.Second
+	if info, err := c.DescribeQueue(ctx, msg.Queue); err == nil && info.Config.LeaseTime > 0 {
+		d = info.Config.LeaseTime
+	} else if err != nil && !isNotFound(err) {
+		return time.Time{}, err
+	}
+	return c.RenewLease(ctx, msg.LeaseID, d)
+}
+
+// txReply is a transaction's answer.
+type txReply struct {
+	TransactionID string `json:"transactionId"`
+	Success       bool   `json:"success"`
+	Error         string `json:"error"`
+	Results       []struct {
+		Type          string  `json:"type"`
+		Success       bool    `json:"success"`
+		TransactionID string  `json:"transactionId"`
+		Error         *string `json:"error"`
+		DLQ           bool    `json:"dlq"`
+		Status        string  `json:"status"`
+		MessageID     string  `json:"messageId"`
+		PartitionID   string  `json:"partitionId"`
+		QueueName     string  `json:"queueName"`
+		Offset        *int64  `json:"offset"`
+	} `json:"results"`
+}
+
+// ExecTransaction runs acks and pushes all or nothing, as
+// [queen.Broker.ExecTransaction]: a refused operation aborts it with a
+// [*queen.TransactionError] naming the operation. It is not repeated after
+// a failure past sending.
+func (c *Client) ExecTransaction(ctx context.Context, ops []queen.TxOp) (*queen.TxResult, error) {
+	if len(ops) == 0 {
+		return nil, &queen.ArgumentError{Field: "ops", Reason: "must not be empty"}
+	}
+	wire := make([]map[string]any, len(ops))
+	var acks []queen.AckItem
+	var ackAt []int
+	for i, o := range ops {
+		switch {
+		case o.Ack != nil && o.Push == nil:
+			if o.Ack.TransactionID == "" || o.Ack.PartitionID == "" {
+				return nil, &queen.ArgumentError{Field: fmt.Sprintf("ops[%d].Ack", i), Reason: "needs TransactionID and PartitionID"}
+			}
+			if o.Ack.Status == queen.AckPark {
+				if err := c.unsupportedOn(ctx, "ack status park"); err != nil {
+					return nil, err
+				}
+			}
+			a := ackOf(o.Ack)
+			wire[i] = map[string]any{"type": "ack", "transactionId": a.TransactionID, "partitionId": a.PartitionID, "leaseId": a.LeaseID,
+				"consumerGroup": a.ConsumerGroup, "status": a.Status, "error": a.Error, "delayMs": a.DelayMs}
+			for _, k := range []string{"leaseId", "consumerGroup", "status", "error"} {
+				if wire[i][k] == "" {
+					delete(wire[i], k)
+				}
+			}
+			if a.DelayMs == 0 {
+				delete(wire[i], "delayMs")
+			}
+			acks, ackAt = append(acks, *o.Ack), append(ackAt, i)
+		case o.Push != nil && o.Ack == nil:
+			p, err := wireItems([]queen.PushItem{*o.Push}, func(int) string { return fmt.Sprintf("ops[%d].Push", i) })
+			if err != nil {
+				return nil, err
+			}
+			wire[i] = map[string]any{"type": "push", "items": p}
+		default:
+			return nil, &queen.ArgumentError{Field: fmt.Sprintf("ops[%d]", i), Reason: "must hold exactly one of Ack and Push"}
+		}
+	}
+	var out txReply
+	r := &request{op: "transaction", method: http.MethodPost, path: "/api/v1/transaction", body: map[string]any{"operations": wire}}
+	if err := c.call(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	res := &queen.TxResult{ID: out.TransactionID, Results: make([]queen.TxOpResult, min(len(out.Results), len(ops)))}
+	for i := range res.Results {
+		o := &out.Results[i]
+		switch {
+		case ops[i].Ack != nil:
+			ar := &queen.AckResult{TransactionID: firstOf(o.TransactionID, ops[i].Ack.TransactionID), Success: o.Success && out.Success,
+				DeadLettered: o.DLQ, Parked: out.Success && ops[i].Ack.Status == queen.AckPark}
+			if text := either(o.Error, nil); text != "" {
+				ar.Success, ar.Err = false, ackError(text)
+			}
+			res.Results[i].Ack = ar
+		case out.Success:
+			pr := queen.PushResult{Status: queen.PushStatus(o.Status), Queue: firstOf(o.QueueName, ops[i].Push.Queue),
+				Partition: firstOf(ops[i].Push.Partition, queen.DefaultPartition), PartitionID: o.PartitionID, MessageID: o.MessageID,
+				TransactionID: o.TransactionID}
+			if o.Offset != nil {
+				pr.Offset = *o.Offset
+			}
+			if pr.Status == "" {
+				pr.Status = queen.PushQueued
+			}
+			res.Results[i].Push = &pr
+		}
+	}
+	if !out.Success {
+		return res, txError(ops, res, out.Error)
+	}
+	items := make([]queen.AckItem, 0, len(acks))
+	results := make([]queen.AckResult, 0, len(acks))
+	for j, i := range ackAt {
+		if a := res.Results[i].Ack; a != nil {
+			items, results = append(items, acks[j]), append(results, *a)
+		}
+	}
+	c.rt.Settled(items, results)
+	return res, nil
+}
+
+// txError rebuilds the TransactionError of an aborted transaction from
+// the server's reason ("ACK operation failed: ...").
+func txError(ops []queen.TxOp, res *queen.TxResult, reason string) error {
+	i := len(res.Results) - 1
+	te := &queen.TransactionError{Index: max(i, 0)}
+	switch {
+	case len(reason) > len("ACK operation failed: ") && reason[:len("ACK operation failed: ")] == "ACK operation failed: ":
+		te.Op, te.Err = "ack", ackError(reason[len("ACK operation failed: "):])
+	case len(reason) > len("PUSH operation failed: ") && reason[:len("PUSH operation failed: ")] == "PUSH operation failed: ":
+		te.Op, te.Err = "push", pushError(reason[len("PUSH operation failed: "):])
+	default:
+		te.Err = &ServerError{Op: "transaction", StatusCode: http.StatusOK, Message: reason}
+	}
+	if te.Op == "" && i >= 0 && i < len(ops) {
+		if ops[i].Ack != nil {
+			te.Op = "ack"
+		} else {
+			te.Op = "push"
+		}
+	}
+	return te
+}

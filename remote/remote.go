@@ -1,0 +1,257 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/queenlite/queen"
+)
+
+// Server names the kind of server a [Client] talks to.
+type Server int
+
+const (
+	// ServerDetect asks the server once, with GET /health, when a call
+	// first depends on the answer. The default.
+	ServerDetect Server = iota
+	// ServerQueenLite is cmd/queen or any server mounting package httpapi.
+	ServerQueenLite
+	// ServerQueen is Queen MQ's own server (see the package doc).
+	ServerQueen
+)
+
+// String names the server kind.
+func (s Server) String() string {
+	switch s {
+	case ServerDetect:
+		return "detect"
+	case ServerQueenLite:
+		return "queenlite"
+	case ServerQueen:
+		return "queen"
+	}
+	return fmt.Sprintf("Server(%d)", int(s))
+}
+
+// Options configures a [Client]. A nil *Options and zero fields mean the
+// defaults.
+type Options struct {
+	// HTTPClient sends the requests. Its Timeout, if any, applies on top of
+	// RequestTimeout and must leave room for long polls. Defaults to a
+	// client on Transport.
+	HTTPClient *http.Client
+
+	// Transport is the round tripper of the default HTTPClient; ignored
+	// when HTTPClient is set. Defaults to a clone of
+	// [http.DefaultTransport] with more idle connections per host.
+	Transport http.RoundTripper
+
+	// Token, when set, is sent as "Authorization: Bearer <Token>" (see
+	// cmd/queen's QUEEN_TOKEN and JWT_SECRET). Defaults to none.
+	Token string
+
+	// RequestTimeout bounds each request. A waiting pop gets its wait on
+	// top of it, so a long poll is never cut short. Defaults to 30
+	// seconds.
+	RequestTimeout time.Duration
+
+	// Retries is how many times a failed request is tried again (see the
+	// package doc for which are). Negative means never. Defaults to 3.
+	Retries int
+
+	// RetryBackoff is the wait before the first retry; it doubles for
+	// each further one, up to 5 seconds. Defaults to 100 ms.
+	RetryBackoff time.Duration
+
+	// DrainTimeout bounds how long [Client.Close] waits for the consume
+	// loops started on the client, in total, and is the drain timeout of
+	// loops that set none. Defaults to 20 seconds.
+	DrainTimeout time.Duration
+
+	// Logger receives retries (debug) and the consume loops' warnings.
+	// Defaults to discarding them.
+	Logger *slog.Logger
+
+	// Observer receives the consume loops' events: outcomes and handlers
+	// in flight. Defaults to none.
+	Observer queen.Observer
+
+	// Server says which kind of server BaseURL is. Defaults to
+	// [ServerDetect].
+	Server Server
+}
+
+// Client is a [queen.Client] over HTTP. Make one with [Dial]; it is safe
+// for concurrent use and holds idle connections until [Client.Close].
+type Client struct {
+	base    *url.URL
+	hc      *http.Client
+	ownHC   bool
+	token   string
+	timeout time.Duration
+	retries int
+	backoff time.Duration
+	log     *slog.Logger
+	rt      *queen.Runtime
+
+	server atomic.Int32 // a Server; ServerDetect until known
+	detect sync.Mutex   // one /health probe at a time
+
+	closed atomic.Bool
+	stop   context.Context // cancelled by Close: aborts requests in flight
+	cancel context.CancelFunc
+}
+
+var _ queen.Client = (*Client)(nil)
+
+// Dial returns a client of the server at baseURL (scheme, host, and the
+// prefix the API is mounted under, if any: "http://host:6632" or
+// "https://host/queen"). It does not contact the server: the first call
+// does, so an unreachable server fails that call within its ctx. opts may
+// be nil.
+func Dial(baseURL string, opts *Options) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return nil, &queen.ArgumentError{Field: "baseURL", Reason: err.Error()}
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, &queen.ArgumentError{Field: "baseURL", Reason: fmt.Sprintf("scheme must be http or https, not %q", u.Scheme)}
+	}
+	if u.Host == "" {
+		return nil, &queen.ArgumentError{Field: "baseURL", Reason: "has no host"}
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, &queen.ArgumentError{Field: "baseURL", Reason: "must not have a query or fragment"}
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawPath = ""
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	switch {
+	case o.RequestTimeout < 0:
+		return nil, &queen.ArgumentError{Field: "Options.RequestTimeout", Reason: "must not be negative"}
+	case o.RetryBackoff < 0:
+		return nil, &queen.ArgumentError{Field: "Options.RetryBackoff", Reason: "must not be negative"}
+	case o.DrainTimeout < 0:
+		return nil, &queen.ArgumentError{Field: "Options.DrainTimeout", Reason: "must not be negative"}
+	case o.Server < ServerDetect || o.Server > ServerQueen:
+		return nil, &queen.ArgumentError{Field: "Options.Server", Reason: fmt.Sprintf("unknown value %d", int(o.Server))}
+	}
+	c := &Client{base: u, hc: o.HTTPClient, token: o.Token, timeout: o.RequestTimeout, retries: o.Retries,
+		backoff: o.RetryBackoff, log: o.Logger}
+	if c.hc == nil {
+		tr := o.Transport
+		if tr == nil {
+			t := http.DefaultTransport.(*http.Transport).Clone()
+			t.MaxIdleConnsPerHost = 64
+			tr = t
+		}
+		c.hc, c.ownHC = &http.Client{Transport: tr}, true
+	}
+	if c.timeout == 0 {
+		c.timeout = 30 * time.Second
+	}
+	switch {
+	case c.retries == 0:
+		c.retries = 3
+	case c.retries < 0:
+		c.retries = 0
+	}
+	if c.backoff == 0 {
+		c.backoff = 100 * time.Millisecond
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.server.Store(int32(o.Server))
+	c.stop, c.cancel = context.WithCancel(context.Background())
+	c.rt = queen.NewRuntime(c, &queen.RuntimeOptions{DrainTimeout: o.DrainTimeout, Logger: c.log, Observer: o.Observer})
+	return c, nil
+}
+
+// Close drains the consume loops started on c (see
+// [queen.Consumer.Stop]), within Options.DrainTimeout in total, then
+// aborts the requests still in flight and closes idle connections. Every
+// later call returns [queen.ErrClosed]. It returns what the drains left
+// unsettled ([*queen.DrainError]s joined). Close is idempotent.
+func (c *Client) Close() error {
+	if c.closed.Load() {
+		return nil
+	}
+	err := c.rt.Close()
+	if c.closed.Swap(true) {
+		return nil
+	}
+	c.cancel()
+	if c.ownHC {
+		c.hc.CloseIdleConnections()
+	}
+	return err
+}
+
+// Queue starts a builder on the named queue, with the defaults and
+// semantics of [queen.Broker.Queue].
+func (c *Client) Queue(name string) *queen.QueueBuilder { return c.rt.Queue(name) }
+
+// Transaction starts a transaction builder, as [queen.Broker.Transaction].
+func (c *Client) Transaction() *queen.Transaction { return c.rt.Transaction() }
+
+// Admin returns the administrative calls under Queen's names, as
+// [queen.Broker.Admin].
+func (c *Client) Admin() *queen.Admin { return c.rt.Admin() }
+
+// Now returns the time of this process: the clock a server fronting the
+// client with package httpapi reports against.
+func (c *Client) Now() time.Time { return time.Now() }
+
+// BaseURL returns the URL the client was dialled with, without a trailing
+// slash.
+func (c *Client) BaseURL() string { return c.base.String() }
+
+// serverKind returns the kind of server, asking GET /health once if it is
+// not known yet. A server that cannot be asked is taken for ours until it
+// answers.
+func (c *Client) serverKind(ctx context.Context) Server {
+	if s := Server(c.server.Load()); s != ServerDetect {
+		return s
+	}
+	c.detect.Lock()
+	defer c.detect.Unlock()
+	if s := Server(c.server.Load()); s != ServerDetect {
+		return s
+	}
+	var h struct {
+		Server string `json:"server"`
+	}
+	if err := c.call(ctx, &request{op: "health", method: http.MethodGet, path: "/health", safe: true, anyStatus: true}, &h); err != nil {
+		return ServerQueenLite
+	}
+	s := ServerQueenLite
+	if h.Server != "" && !strings.HasPrefix(h.Server, "queen (Go") {
+		s = ServerQueen
+	}
+	c.server.Store(int32(s))
+	return s
+}
+
+// learn records the kind of server from an answer that tells.
+func (c *Client) learn(s Server) {
+	c.server.CompareAndSwap(int32(ServerDetect), int32(s))
+}
+
+// unsupportedOn returns ErrUnsupported when the server is Queen's.
+func (c *Client) unsupportedOn(ctx context.Context, what string) error {
+	if c.serverKind(ctx) == ServerQueen {
+		return fmt.Errorf("%w: %s on Queen's server", queen.ErrUnsupported, what)
+	}
+	return nil
+}
