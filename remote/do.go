@@ -99,9 +99,13 @@ func (c *Client) send(ctx context.Context, req *request) (*answer, error) {
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
-		case <-ctx.Done():
+		case <-ctx.Done(): // the failure that made us wait is the news
 			t.Stop()
-			return nil, ctx.Err()
+			cause := err
+			if cause == nil {
+				cause = fmt.Errorf("server answered %d", a.status)
+			}
+			return nil, &TransportError{Op: req.op, URL: c.redacted(req), Err: errors.Join(cause, ctx.Err())}
 		case <-c.stop.Done():
 			t.Stop()
 			return nil, queen.ErrClosed

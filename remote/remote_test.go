@@ -1,0 +1,301 @@
+package remote_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/httpapi"
+	"github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/remote"
+	"github.com/stretchr/testify/require"
+)
+
+// within bounds every wait; reaching it is a failure.
+const within = 10 * time.Second
+
+// freeAddr returns a loopback address nothing listens on.
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+func TestDial_Validates(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{"", "queen:6632", "ftp://h", "http://", "http://h/?x=1", "http://h/#f", "http://h:bad"} {
+		_, err := remote.Dial(u, nil)
+		var ae *queen.ArgumentError
+		require.ErrorAs(t, err, &ae, u)
+		require.Equal(t, "baseURL", ae.Field)
+	}
+	_, err := remote.Dial("http://h", &remote.Options{RequestTimeout: -1})
+	require.ErrorIs(t, err, queen.ErrInvalidArgument)
+	_, err = remote.Dial("http://h", &remote.Options{Server: 9})
+	require.ErrorIs(t, err, queen.ErrInvalidArgument)
+	c, err := remote.Dial("http://h:6632/queen/", nil)
+	require.NoError(t, err)
+	require.Equal(t, "http://h:6632/queen", c.BaseURL())
+	require.NoError(t, c.Close())
+}
+
+// An unreachable server fails the call within the caller's ctx, with a
+// transport error naming the cause, never an empty result.
+func TestUnreachable_FailsFast(t *testing.T) {
+	t.Parallel()
+	c, err := remote.Dial("http://"+freeAddr(t), nil)
+	require.NoError(t, err)
+	defer c.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = c.Push(ctx, []queen.PushItem{{Queue: "q"}})
+	require.Less(t, time.Since(start), 2*time.Second)
+	var te *remote.TransportError
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, "push", te.Op)
+	require.ErrorIs(t, err, syscall.ECONNREFUSED)
+
+	// Without a deadline, the retries run out and the transport error
+	// comes back. A refused connection is retried for every call, an ack
+	// included: nothing reached the server.
+	logs := &queentest.LogBuffer{}
+	c2, err := remote.Dial("http://"+freeAddr(t), &remote.Options{Retries: 2, RetryBackoff: time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	require.NoError(t, err)
+	defer c2.Close()
+	_, err = c2.AckBatch(context.Background(), []queen.AckItem{{TransactionID: "t", PartitionID: "p"}})
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, 2, strings.Count(logs.String(), "retrying"), logs.String())
+	msgs, err := c2.Queue("q").Wait(false).Pop(context.Background())
+	require.Nil(t, msgs)
+	require.ErrorAs(t, err, &te)
+	require.Equal(t, "pop", te.Op)
+	err = c2.Queue("q").Consume(context.Background(), func(context.Context, *queen.Message) error { return nil }).Execute(context.Background())
+	require.ErrorAs(t, err, &te, "the consume loop stops with the pop's error")
+}
+
+// flaky answers 503 to the first n requests of the path, then passes
+// them to next, counting every request.
+type flaky struct {
+	next  http.Handler
+	path  string
+	n     atomic.Int32
+	calls atomic.Int32
+}
+
+func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == f.path {
+		f.calls.Add(1)
+		if f.n.Add(-1) >= 0 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = w.Write([]byte(`{"error":"upstream restarting"}`))
+			return
+		}
+	}
+	f.next.ServeHTTP(w, r)
+}
+
+func TestRetries(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	f := &flaky{next: httpapi.New(b, nil)}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	c, err := remote.Dial(srv.URL, &remote.Options{Retries: 3, RetryBackoff: time.Millisecond})
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+
+	// A push is safe to repeat: retried through two 502s.
+	f.path = "/api/v1/push"
+	f.n.Store(2)
+	res, err := c.Push(ctx, []queen.PushItem{{Queue: "q", Payload: json.RawMessage(`{"n":1}`)}})
+	require.NoError(t, err)
+	require.Equal(t, queen.PushQueued, res[0].Status)
+	require.NotEmpty(t, res[0].TransactionID, "a transactionId was given before the first try")
+	require.EqualValues(t, 3, f.calls.Load())
+
+	// Past the retries, the server's error comes back.
+	f.calls.Store(0)
+	f.n.Store(10)
+	_, err = c.Push(ctx, []queen.PushItem{{Queue: "q"}})
+	var se *remote.ServerError
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, http.StatusBadGateway, se.StatusCode)
+	require.Equal(t, "upstream restarting", se.Message)
+	require.EqualValues(t, 4, f.calls.Load())
+
+	// An ack is not repeated.
+	msgs, err := c.Queue("q").Wait(false).Pop(ctx)
+	require.NoError(t, err)
+	require.Len(t, msgs, 1)
+	f.path, f.calls = "/api/v1/ack", atomic.Int32{}
+	f.n.Store(1)
+	_, err = c.Ack(ctx, msgs[0], true, queen.AckOptions{})
+	require.ErrorAs(t, err, &se)
+	require.EqualValues(t, 1, f.calls.Load())
+	_, err = c.Ack(ctx, msgs[0], true, queen.AckOptions{})
+	require.NoError(t, err)
+}
+
+func TestErrClosed(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	h := httpapi.New(b, nil)
+	arrived := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/v1/pop/") {
+			arrived <- struct{}{}
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	c, err := remote.Dial(srv.URL, nil)
+	require.NoError(t, err)
+	ctx := context.Background()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Queue("q").TimeoutMillis(30000).Pop(ctx)
+		errc <- err
+	}()
+	select {
+	case <-arrived:
+	case <-time.After(within):
+		t.Fatal("the pop did not reach the server")
+	}
+	require.NoError(t, c.Close())
+	select {
+	case err := <-errc:
+		require.ErrorIs(t, err, queen.ErrClosed, "Close aborts the request in flight")
+	case <-time.After(within):
+		t.Fatal("the waiting pop outlived Close")
+	}
+	_, err = c.Push(ctx, []queen.PushItem{{Queue: "q"}})
+	require.ErrorIs(t, err, queen.ErrClosed)
+	_, err = c.DescribeQueue(ctx, "q")
+	require.ErrorIs(t, err, queen.ErrClosed)
+	require.ErrorIs(t, c.Ping(ctx), queen.ErrClosed)
+	require.NoError(t, c.Close())
+}
+
+// A server whose broker has closed answers 503; the client reports
+// ErrClosed.
+func TestServerBrokerClosed(t *testing.T) {
+	t.Parallel()
+	c, b := served(t, nil, nil)
+	require.NoError(t, b.Close())
+	_, err := c.Push(context.Background(), []queen.PushItem{{Queue: "q"}})
+	require.ErrorIs(t, err, queen.ErrClosed)
+	var se *remote.ServerError
+	require.ErrorAs(t, err, &se)
+	require.ErrorIs(t, c.Ping(context.Background()), queen.ErrClosed)
+}
+
+func TestToken(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	h := httpapi.New(b, &httpapi.Options{Authorize: func(r *http.Request, _ httpapi.Access) error {
+		if r.Header.Get("Authorization") != "Bearer s3cret" {
+			return httpapi.ErrUnauthorized
+		}
+		return nil
+	}})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	ctx := context.Background()
+
+	bad, err := remote.Dial(srv.URL, &remote.Options{Token: "wrong"})
+	require.NoError(t, err)
+	defer bad.Close()
+	_, err = bad.Push(ctx, []queen.PushItem{{Queue: "q"}})
+	var se *remote.ServerError
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, http.StatusUnauthorized, se.StatusCode)
+
+	good, err := remote.Dial(srv.URL, &remote.Options{Token: "s3cret"})
+	require.NoError(t, err)
+	defer good.Close()
+	_, err = good.Push(ctx, []queen.PushItem{{Queue: "q"}})
+	require.NoError(t, err)
+}
+
+// A long poll outlives RequestTimeout: its deadline is the wait plus the
+// timeout, so a pop that waits its whole time out comes back empty, not
+// cut short with an error.
+func TestLongPollDeadline(t *testing.T) {
+	t.Parallel()
+	c, _ := served(t, nil, &remote.Options{RequestTimeout: 50 * time.Millisecond, Retries: -1})
+	msgs, err := c.Queue("never").TimeoutMillis(300).Pop(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, msgs)
+}
+
+// A server fronting a remote client serves it again: httpapi takes any
+// queen.Client.
+func TestServeRemoteClient(t *testing.T) {
+	t.Parallel()
+	inner, b := served(t, nil, nil)
+	srv := httptest.NewServer(httpapi.New(inner, nil))
+	defer srv.Close()
+	outer, err := remote.Dial(srv.URL, nil)
+	require.NoError(t, err)
+	defer outer.Close()
+	ctx := context.Background()
+	_, err = outer.Queue("relay").Push(ctx, map[string]int{"n": 1})
+	require.NoError(t, err)
+	qs, err := b.QueueStats(ctx, "relay")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, qs.Messages)
+	var got []int
+	err = outer.Queue("relay").Each().Limit(1).Consume(ctx, func(ctx context.Context, m *queen.Message) error {
+		got = append(got, int(m.Data["n"].(float64)))
+		return nil
+	}).Execute(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []int{1}, got)
+	res, err := http.Get(srv.URL + "/api/v1/messages")
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusNotFound, res.StatusCode, "the inspection routes need a broker")
+}
+
+// Error answers that say nothing of the API become transport errors, not
+// empty results.
+func TestGarbageAnswers(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("<html>proxy login</html>"))
+	}))
+	defer srv.Close()
+	c, err := remote.Dial(srv.URL, &remote.Options{Server: remote.ServerQueenLite})
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+	var te *remote.TransportError
+	_, err = c.Queue("q").Wait(false).Pop(ctx)
+	require.ErrorAs(t, err, &te)
+	_, err = c.Push(ctx, []queen.PushItem{{Queue: "q"}})
+	require.ErrorAs(t, err, &te)
+	_, err = c.DeadLetters(ctx, queen.LetterFilter{})
+	require.ErrorAs(t, err, &te)
+	require.True(t, strings.Contains(err.Error(), "not the API's JSON"), err.Error())
+	_, err = c.AckBatch(ctx, []queen.AckItem{{TransactionID: "t", PartitionID: "p"}})
+	require.ErrorAs(t, err, &te)
+	require.False(t, errors.Is(err, queen.ErrNotFound))
+}
