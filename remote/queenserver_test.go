@@ -1,0 +1,286 @@
+package remote_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/httpapi"
+	"github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/remote"
+	"github.com/stretchr/testify/require"
+)
+
+// queenServer is a fake of Queen's own server: a broker behind httpapi
+// whose answers are rewritten the way Queen's server differs from ours
+// (wire contract, Part C): a push answers 200 with snake_case ids and no
+// offset, an empty pop 200 with {"success":false,...}, popped messages
+// carry no offset, deliveryAttempt or queue, the DLQ listing has no total
+// nor ids, conflation is ignored, and there is no fetch, replay, delete or
+// parked route.
+type queenServer struct {
+	*httptest.Server
+	health atomic.Int32 // GET /health calls
+}
+
+var letterRoute = regexp.MustCompile(`^/api/v1/dlq/[^/]+(/replay)?$`)
+
+func newQueenServer(t *testing.T, opts *queen.Options) (*queenServer, *queen.Broker) {
+	b := queentest.NewBroker(t, opts)
+	stop := make(chan struct{})
+	inner := httpapi.New(b, &httpapi.Options{Shutdown: stop})
+	qs := &queenServer{}
+	qs.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path := r.URL.Path
+		switch {
+		case path == "/health":
+			qs.health.Add(1)
+			writeRaw(w, http.StatusOK, `{"status":"healthy","database":"connected","server":"C++ Queen Server (libqueen)","version":"1.0.0"}`)
+			return
+		case strings.HasPrefix(path, "/api/v1/fetch/"), strings.HasPrefix(path, "/api/v1/parked"), letterRoute.MatchString(path):
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte("Not Found"))
+			return
+		}
+		q := r.URL.Query()
+		q.Del("conflation") // ignored
+		r.URL.RawQuery = q.Encode()
+		rec := httptest.NewRecorder()
+		inner.ServeHTTP(rec, r)
+		status, body := rec.Code, rec.Body.Bytes()
+		switch {
+		case path == "/api/v1/push" && status == http.StatusCreated:
+			var items []map[string]any
+			require.NoError(t, json.Unmarshal(body, &items))
+			for _, it := range items {
+				for _, k := range []string{"transactionId", "offset", "partition"} {
+					delete(it, k)
+				}
+			}
+			status, body = http.StatusOK, mustJSON(t, items)
+		case strings.HasPrefix(path, "/api/v1/pop") && status == http.StatusNoContent:
+			status, body = http.StatusOK, []byte(`{"success":false,"error":"no_available_partition","messages":[]}`)
+		case strings.HasPrefix(path, "/api/v1/pop") && status == http.StatusOK:
+			var pop map[string]any
+			require.NoError(t, json.Unmarshal(body, &pop))
+			msgs, _ := pop["messages"].([]any)
+			for _, m := range msgs {
+				for _, k := range []string{"offset", "deliveryAttempt", "queue"} {
+					delete(m.(map[string]any), k)
+				}
+			}
+			body = mustJSON(t, pop)
+		case path == "/api/v1/dlq" && status == http.StatusOK:
+			var page map[string]any
+			require.NoError(t, json.Unmarshal(body, &page))
+			delete(page, "total")
+			for _, m := range page["messages"].([]any) {
+				for _, k := range []string{"deadLetterId", "offset"} {
+					delete(m.(map[string]any), k)
+				}
+			}
+			body = mustJSON(t, page)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(func() {
+		close(stop)
+		qs.Close()
+	})
+	return qs, b
+}
+
+func writeRaw(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(body))
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	data, err := json.Marshal(v)
+	require.NoError(t, err)
+	return data
+}
+
+func dialQueen(t *testing.T, opts *queen.Options) (*remote.Client, *queenServer, *queen.Broker) {
+	qs, b := newQueenServer(t, opts)
+	c, err := remote.Dial(qs.URL, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c, qs, b
+}
+
+func TestQueenServer_PushPopAck(t *testing.T) {
+	t.Parallel()
+	c, qs, _ := dialQueen(t, nil)
+	ctx := context.Background()
+	res, err := c.Queue("orders").Partition("p1").Push(ctx, map[string]int{"n": 1}, map[string]int{"n": 2})
+	require.NoError(t, err)
+	require.Len(t, res, 2)
+	for _, r := range res {
+		require.Equal(t, queen.PushQueued, r.Status)
+		require.NotEmpty(t, r.MessageID, "read from message_id")
+		require.NotEmpty(t, r.PartitionID, "read from partition_id")
+		require.NotEmpty(t, r.TransactionID, "read from transaction_id")
+		require.Equal(t, "orders", r.Queue)
+		require.Equal(t, "p1", r.Partition, "not sent: the item's")
+		require.Zero(t, r.Offset, "not sent")
+	}
+	_, err = c.Fetch(ctx, "orders", "p1", 0, 1)
+	require.ErrorIs(t, err, queen.ErrUnsupported)
+	require.Zero(t, qs.health.Load(), "the client learned what the server is from the push's 200")
+	dup, err := c.Push(ctx, []queen.PushItem{{Queue: "orders", Partition: "p1", TransactionID: res[0].TransactionID}})
+	require.NoError(t, err)
+	require.Equal(t, queen.PushDuplicate, dup[0].Status)
+	require.Equal(t, res[0].MessageID, dup[0].MessageID)
+
+	msgs, err := c.Queue("orders").Batch(10).Wait(false).Pop(ctx)
+	require.NoError(t, err)
+	require.Len(t, msgs, 2)
+	for i, m := range msgs {
+		require.Equal(t, res[i].MessageID, m.ID)
+		require.Equal(t, "orders", m.Queue, "not sent: the pop's")
+		require.Equal(t, "p1", m.Partition)
+		require.NotEmpty(t, m.LeaseID)
+		require.Zero(t, m.Offset, "not sent")
+		require.Zero(t, m.DeliveryAttempt, "not sent")
+		require.EqualValues(t, i+1, m.Data["n"])
+	}
+	// An empty pop answered 200 {"success":false,...} is an empty result.
+	empty, err := c.Queue("orders").Wait(false).Pop(ctx)
+	require.NoError(t, err)
+	require.Empty(t, empty)
+	empty, err = c.Queue("nothing").TimeoutMillis(50).Pop(ctx)
+	require.NoError(t, err)
+	require.Empty(t, empty)
+
+	r, err := c.AckBatch(ctx, []queen.AckItem{
+		{TransactionID: msgs[0].TransactionID, PartitionID: msgs[0].PartitionID, LeaseID: msgs[0].LeaseID},
+		{TransactionID: msgs[1].TransactionID, PartitionID: msgs[1].PartitionID, LeaseID: msgs[1].LeaseID},
+	})
+	require.NoError(t, err)
+	require.True(t, r[0].Success && r[1].Success)
+}
+
+func TestQueenServer_Unsupported(t *testing.T) {
+	t.Parallel()
+	c, qs, b := dialQueen(t, nil)
+	ctx := context.Background()
+	_, err := c.Fetch(ctx, "q", queen.DefaultPartition, 0, 10)
+	require.ErrorIs(t, err, queen.ErrUnsupported)
+	require.EqualValues(t, 1, qs.health.Load(), "asked what the server is, once")
+	_, err = c.Push(ctx, []queen.PushItem{{Queue: "q", Payload: json.RawMessage(`{"n":1}`)}})
+	require.NoError(t, err)
+
+	_, err = c.Queue("q").Fetch(ctx, []string{queen.DefaultPartition})
+	require.ErrorIs(t, err, queen.ErrUnsupported)
+	_, err = c.ParkedMessages(ctx, queen.LetterFilter{})
+	require.ErrorIs(t, err, queen.ErrUnsupported)
+	_, err = c.ReplayParked(ctx, "01900000-0000-4000-8000-000000000000")
+	require.ErrorIs(t, err, queen.ErrUnsupported)
+	require.ErrorIs(t, c.DeleteParked(ctx, "01900000-0000-4000-8000-000000000000"), queen.ErrUnsupported)
+	_, err = c.ReplayDeadLetter(ctx, "01900000-0000-4000-8000-000000000000")
+	require.ErrorIs(t, err, queen.ErrUnsupported)
+	require.ErrorIs(t, c.DeleteDeadLetter(ctx, "01900000-0000-4000-8000-000000000000"), queen.ErrUnsupported)
+	_, err = c.Queue("q").Group("g").Conflation(true).Wait(false).Pop(ctx)
+	require.ErrorIs(t, err, queen.ErrUnsupported, "the server would ignore it and deliver every message")
+
+	msgs, err := c.Queue("q").Wait(false).Pop(ctx)
+	require.NoError(t, err)
+	require.Len(t, msgs, 1)
+	_, err = c.Ack(ctx, msgs[0], false, queen.AckOptions{Status: queen.AckPark})
+	require.ErrorIs(t, err, queen.ErrUnsupported)
+	_, err = c.Transaction().Ack(msgs[0], queen.AckPark, queen.AckOptions{}).Commit(ctx)
+	require.ErrorIs(t, err, queen.ErrUnsupported)
+	// Nothing of that reached the broker: the message is still leased.
+	st, err := b.QueueStats(ctx, "q")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, st.InFlight)
+	require.Zero(t, st.Parked)
+	require.EqualValues(t, 1, qs.health.Load())
+}
+
+func TestQueenServer_DeadLetters(t *testing.T) {
+	t.Parallel()
+	c, _, _ := dialQueen(t, nil)
+	ctx := context.Background()
+	_, err := c.Push(ctx, []queen.PushItem{{Queue: "mail", Payload: json.RawMessage(`{"to":"x"}`)}})
+	require.NoError(t, err)
+	msgs, err := c.Queue("mail").Wait(false).Pop(ctx)
+	require.NoError(t, err)
+	require.Len(t, msgs, 1)
+	_, err = c.Transaction().Ack(msgs[0], queen.AckDLQ, queen.AckOptions{}).Commit(ctx)
+	require.NoError(t, err)
+	page, err := c.DeadLetters(ctx, queen.LetterFilter{Queue: "mail"})
+	require.NoError(t, err)
+	require.Len(t, page.Letters, 1)
+	require.Zero(t, page.Total, "not sent")
+	l := page.Letters[0]
+	require.Empty(t, l.ID, "not sent")
+	require.Equal(t, msgs[0].ID, l.MessageID)
+	require.Equal(t, msgs[0].TransactionID, l.TransactionID)
+	require.JSONEq(t, `{"to":"x"}`, string(l.Payload))
+}
+
+// A retry policy counts the attempts this process saw when the server
+// does not say (no deliveryAttempt), so it still gives up.
+func TestQueenServer_RetryPolicyCountsLocally(t *testing.T) {
+	t.Parallel()
+	c, _, _ := dialQueen(t, nil)
+	ctx := context.Background()
+	_, err := c.Push(ctx, []queen.PushItem{{Queue: "flaky", Payload: json.RawMessage(`{"n":1}`)}})
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var got []queen.Settlement
+	err = c.Queue("flaky").RetryPolicy(queen.FixedRetry(3, 0)).Each().Limit(3).
+		Consume(ctx, func(context.Context, *queen.Message) error { return errors.New("boom") }).
+		OnSettled(func(s queen.Settlement) {
+			mu.Lock()
+			got = append(got, s)
+			mu.Unlock()
+		}).Execute(ctx)
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	require.Equal(t, queen.OutcomeRetried, got[0].Outcome)
+	require.Equal(t, queen.OutcomeRetried, got[1].Outcome)
+	require.Equal(t, queen.OutcomeDeadLettered, got[2].Outcome, "the third attempt was the last")
+	page, err := c.DeadLetters(ctx, queen.LetterFilter{Queue: "flaky"})
+	require.NoError(t, err)
+	require.Len(t, page.Letters, 1)
+	require.Equal(t, "boom", page.Letters[0].Error)
+}
+
+// Options.Server says what the server is: no /health probe.
+func TestQueenServer_Declared(t *testing.T) {
+	t.Parallel()
+	qs, _ := newQueenServer(t, nil)
+	c, err := remote.Dial(qs.URL, &remote.Options{Server: remote.ServerQueen})
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Fetch(context.Background(), "q", "p", 0, 1)
+	require.ErrorIs(t, err, queen.ErrUnsupported)
+	require.Zero(t, qs.health.Load())
+
+	// Told it is ours, the client still reads the route's absence as
+	// unsupported, not as an unknown queue.
+	ours, err := remote.Dial(qs.URL, &remote.Options{Server: remote.ServerQueenLite})
+	require.NoError(t, err)
+	defer ours.Close()
+	_, err = ours.Fetch(context.Background(), "q", "p", 0, 1)
+	require.ErrorIs(t, err, queen.ErrUnsupported)
+	require.False(t, errors.Is(err, queen.ErrNotFound))
+	_, err = ours.ParkedMessages(context.Background(), queen.LetterFilter{})
+	require.ErrorIs(t, err, queen.ErrUnsupported)
+	require.Zero(t, qs.health.Load())
+}
