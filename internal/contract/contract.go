@@ -50,7 +50,11 @@ func Run(t *testing.T, backends []Backend) {
 				t.Run(tc.name, func(t *testing.T) {
 					t.Parallel()
 					clock := queentest.NewClock()
-					tc.fn(&env{t: t, c: b.New(t, clock), clock: clock, ctx: context.Background()})
+					// Every call is bounded: a regression fails the test
+					// instead of hanging the suite.
+					ctx, cancel := context.WithTimeout(context.Background(), 3*within)
+					defer cancel()
+					tc.fn(&env{t: t, c: b.New(t, clock), clock: clock, ctx: ctx})
 				})
 			}
 		})
