@@ -4,6 +4,14 @@
 //
 //	go run ./examples/worker -dir /tmp/queen-worker -seed 20
 //
+// With -remote it embeds nothing and works against a server instead
+// (cmd/queen, or Queen's own server): several workers, in several
+// processes or on several machines, then share the queue. Only the
+// construction of the client differs:
+//
+//	go run ./cmd/queen -data /tmp/queen-server &
+//	go run ./examples/worker -remote http://localhost:6632 -seed 20
+//
 // -seed pushes that many tasks first, so there is something to do. A task
 // whose payload has "fail": true is retried with backoff and then
 // dead-lettered; one with "schema" other than 1 is parked.
@@ -22,23 +30,34 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/remote"
 )
 
 func main() {
 	dir := flag.String("dir", "queen-worker-data", "directory of the broker's files")
 	seed := flag.Int("seed", 0, "tasks to push before consuming")
 	idle := flag.Duration("idle", 0, "stop after this long with nothing to do (0: never)")
+	url := flag.String("remote", "", "URL of a queen server to work against instead of embedding a broker")
 	flag.Parse()
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(*dir, *seed, *idle, logger); err != nil {
+	if err := run(*dir, *url, *seed, *idle, logger); err != nil {
 		logger.Error("worker stopped", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir string, seed int, idle time.Duration, logger *slog.Logger) error {
-	b, err := queen.Open(dir, &queen.Options{Logger: logger, DrainTimeout: 10 * time.Second})
+// connect returns the embedded broker, or a client of the server at url:
+// the one line that differs between one process and many.
+func connect(dir, url string, logger *slog.Logger) (queen.Client, error) {
+	if url != "" {
+		return remote.Dial(url, &remote.Options{Logger: logger, DrainTimeout: 10 * time.Second})
+	}
+	return queen.Open(dir, &queen.Options{Logger: logger, DrainTimeout: 10 * time.Second})
+}
+
+func run(dir, url string, seed int, idle time.Duration, logger *slog.Logger) error {
+	b, err := connect(dir, url, logger)
 	if err != nil {
 		return err
 	}
