@@ -239,8 +239,8 @@ func TestToken(t *testing.T) {
 // cut short with an error.
 func TestLongPollDeadline(t *testing.T) {
 	t.Parallel()
-	c, _ := served(t, nil, &remote.Options{RequestTimeout: 50 * time.Millisecond, Retries: -1})
-	msgs, err := c.Queue("never").TimeoutMillis(300).Pop(context.Background())
+	c, _ := served(t, nil, &remote.Options{RequestTimeout: 500 * time.Millisecond, Retries: -1})
+	msgs, err := c.Queue("never").TimeoutMillis(1500).Pop(context.Background())
 	require.NoError(t, err)
 	require.Empty(t, msgs)
 }
