@@ -73,6 +73,7 @@ var cases = []struct {
 	{"Outcomes", testOutcomes},
 	{"HandlerSettles", testHandlerSettles},
 	{"RetryPolicy", testRetryPolicy},
+	{"LostLease", testLostLease},
 	{"FailedAckSpendsBudget", testFailedAck},
 	{"Transaction", testTransaction},
 	{"TransactionAborts", testTransactionAborts},
@@ -407,6 +408,36 @@ func testHandlerSettles(e *env) {
 	require.NoError(t, s.all[0].AckErr)
 	require.Equal(t, queen.OutcomeReleased, s.all[1].Outcome, "given back behind the failure")
 	require.False(t, s.all[1].Handled)
+}
+
+// A lease lost while a handler runs: the loop does not hand the rest of
+// the lane to the handler; everything comes back.
+func testLostLease(e *env) {
+	t := e.t
+	e.push("lost", "", `{"n":0}`, `{"n":1}`)
+	var s settlements
+	var mu sync.Mutex
+	calls := map[int]int{}
+	err := e.c.Queue("lost").Batch(2).LeaseSeconds(10).IdleMillis(500).Each().
+		Consume(e.ctx, func(ctx context.Context, m *queen.Message) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if calls[nOf(m)]++; nOf(m) == 0 && calls[0] == 1 {
+				e.clock.Advance(11 * time.Second) // the lease runs out under the handler
+			}
+			return nil
+		}).OnSettled(s.add).Execute(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[int]int{0: 2, 1: 1}, calls, "1 was not handed over under the lost lease")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.GreaterOrEqual(t, len(s.all), 4)
+	require.Equal(t, queen.OutcomeReleased, s.all[0].Outcome)
+	require.True(t, s.all[0].Handled)
+	require.ErrorIs(t, s.all[0].AckErr, queen.ErrLeaseExpired)
+	require.Equal(t, queen.OutcomeReleased, s.all[1].Outcome)
+	require.False(t, s.all[1].Handled)
+	require.Equal(t, 1, nOf(s.all[1].Message))
 }
 
 func testRetryPolicy(e *env) {
