@@ -60,7 +60,7 @@ type Settlement struct {
 //
 // The loop stops when ctx (or the ctx given to Execute or Start) ends,
 // after Limit messages, after IdleMillis with nothing to do, or with
-// [Consumer.Stop] or [Broker.Close]. Stopping takes no new messages, gives
+// [Consumer.Stop] or the client's Close ([Broker.Close]). Stopping takes no new messages, gives
 // back at once (with an ack of status retry, which spends no retry) those
 // taken but not started, and waits for running handlers up to the drain
 // timeout. A handler that fails because of the stop spends no retry
@@ -159,7 +159,7 @@ func (c *Consumer) OnSettled(fn func(Settlement)) *Consumer {
 // returns nil when the loop stopped cleanly, including on cancellation of
 // ctx; a [*DrainError] when stopping left handlers running past the drain
 // timeout; or the error that ended the loop (an invalid option, or a
-// closed broker).
+// closed client).
 func (c *Consumer) Execute(ctx context.Context) error {
 	if err := c.Start(ctx); err != nil {
 		return err
@@ -171,7 +171,7 @@ func (c *Consumer) Execute(ctx context.Context) error {
 
 // Start runs the loop in the background until it stops; ctx ending stops
 // it, as [Consumer.Stop] does. See [Consumer.Done] and [Consumer.Err]. It
-// returns [ErrClosed] once [Broker.Close] has begun, [ErrConsumerStarted] if the loop
+// returns [ErrClosed] once the client's Close ([Broker.Close]) has begun, [ErrConsumerStarted] if the loop
 // already ran, ctx's error if ctx has ended, and the invalid option, if
 // any; the loop then does not start.
 func (c *Consumer) Start(ctx context.Context) error {
