@@ -74,6 +74,7 @@ func (c *Client) send(ctx context.Context, req *request) (*answer, error) {
 		}
 	}
 	wait := c.backoff
+	var last error // the failure of the previous try
 	for try := 0; ; try++ {
 		a, err := c.once(ctx, req, body)
 		retry := false
@@ -84,6 +85,8 @@ func (c *Client) send(ctx context.Context, req *request) (*answer, error) {
 			return a, nil
 		case c.closed.Load():
 			return nil, queen.ErrClosed
+		case ctx.Err() != nil && last != nil: // ctx ended while retrying: the failure is the news
+			return nil, &TransportError{Op: req.op, URL: c.redacted(req), Err: errors.Join(last, ctx.Err())}
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
 		default:
@@ -95,17 +98,17 @@ func (c *Client) send(ctx context.Context, req *request) (*answer, error) {
 			}
 			return a, nil
 		}
+		last = err
+		if last == nil {
+			last = fmt.Errorf("server answered %d", a.status)
+		}
 		c.log.Debug("queen: remote: retrying", "op", req.op, "try", try+1, "wait", wait, "err", err, "status", statusOf(a))
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done(): // the failure that made us wait is the news
 			t.Stop()
-			cause := err
-			if cause == nil {
-				cause = fmt.Errorf("server answered %d", a.status)
-			}
-			return nil, &TransportError{Op: req.op, URL: c.redacted(req), Err: errors.Join(cause, ctx.Err())}
+			return nil, &TransportError{Op: req.op, URL: c.redacted(req), Err: errors.Join(last, ctx.Err())}
 		case <-c.stop.Done():
 			t.Stop()
 			return nil, queen.ErrClosed
