@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/queenlite/queen/remote"
 	"github.com/stretchr/testify/require"
 )
@@ -24,7 +24,7 @@ func benchClients(b *testing.B) []struct {
 	c    queen.Client
 } {
 	b.Helper()
-	broker := queentest.OpenDir(b, b.TempDir(), nil)
+	broker := itest.OpenDir(b, b.TempDir(), nil)
 	rc, err := remote.Dial(startQueen(b), nil)
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = rc.Close() })

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/queenlite/queen/remote"
 	"github.com/stretchr/testify/require"
 )
@@ -43,7 +43,7 @@ func startQueen(tb testing.TB, env ...string) string {
 	stderr, err := cmd.StderrPipe()
 	require.NoError(tb, err)
 	require.NoError(tb, cmd.Start())
-	logs := &queentest.LogBuffer{}
+	logs := &itest.LogBuffer{}
 	port := make(chan string, 1)
 	var wg sync.WaitGroup
 	wg.Go(func() {

@@ -7,7 +7,8 @@ import (
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/httpapi"
 	"github.com/queenlite/queen/internal/contract"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/queenlite/queen/remote"
 	"github.com/stretchr/testify/require"
 )
@@ -19,7 +20,7 @@ var backends = []contract.Backend{
 		return queentest.NewBroker(t, &queen.Options{Clock: clock})
 	}},
 	{Name: "disk", New: func(t *testing.T, clock queen.Clock) queen.Client {
-		return queentest.OpenDir(t, t.TempDir(), &queen.Options{Clock: clock, Durability: queen.SyncNever})
+		return itest.OpenDir(t, t.TempDir(), &queen.Options{Clock: clock, Durability: queen.SyncNever})
 	}},
 	{Name: "remote", New: func(t *testing.T, clock queen.Clock) queen.Client {
 		c, _ := served(t, &queen.Options{Clock: clock}, nil)

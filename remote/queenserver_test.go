@@ -14,7 +14,7 @@ import (
 
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/httpapi"
-	"github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/queenlite/queen/remote"
 	"github.com/stretchr/testify/require"
 )

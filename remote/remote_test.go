@@ -16,7 +16,8 @@ import (
 
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/httpapi"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/queenlite/queen/remote"
 	"github.com/stretchr/testify/require"
 )
@@ -72,7 +73,7 @@ func TestUnreachable_FailsFast(t *testing.T) {
 	// Without a deadline, the retries run out and the transport error
 	// comes back. A refused connection is retried for every call, an ack
 	// included: nothing reached the server.
-	logs := &queentest.LogBuffer{}
+	logs := &itest.LogBuffer{}
 	c2, err := remote.Dial("http://"+freeAddr(t), &remote.Options{Retries: 2, RetryBackoff: time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	require.NoError(t, err)

@@ -17,7 +17,8 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -49,7 +50,7 @@ func Run(t *testing.T, backends []Backend) {
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
 					t.Parallel()
-					clock := queentest.NewClock()
+					clock := itest.NewClock()
 					// Every call is bounded: a regression fails the test
 					// instead of hanging the suite.
 					ctx, cancel := context.WithTimeout(context.Background(), 3*within)
