@@ -124,6 +124,17 @@ func (h *handler) prometheus(w http.ResponseWriter, r *http.Request) {
 	counter("queen_messages_parked_total", "Messages moved to the parked store since the broker opened.", c.Parked)
 	counter("queen_lease_renewals_total", "Lease renewals since the broker opened.", c.LeasesRenew)
 	counter("queen_lease_expirations_total", "Leases that ran out since the broker opened.", c.LeasesExpire)
+	p.family("queen_consume_messages_total", "counter", "Messages consume loops finished since the broker opened, by outcome.")
+	outcomes := make([]string, 0, len(c.Consumed))
+	for o := range c.Consumed {
+		outcomes = append(outcomes, string(o))
+	}
+	sort.Strings(outcomes)
+	for _, o := range outcomes {
+		p.sample("queen_consume_messages_total", float64(c.Consumed[queen.Outcome(o)]), "outcome", o)
+	}
+	p.family("queen_consume_handlers_inflight", "gauge", "Consume handlers running now.")
+	p.sample("queen_consume_handlers_inflight", float64(c.HandlersInFlight))
 
 	parts := 0
 	for i := range queues {

@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -326,5 +328,34 @@ func TestMetrics(t *testing.T) {
 	require.Greater(t, res["requests"].(map[string]any)["total"], 0.0)
 	for _, k := range []string{"uptime", "database", "memory", "cpu"} {
 		require.Contains(t, res, k)
+	}
+}
+
+// TestMetrics_ConsumeOutcomes: the consume loops of an embedded broker are
+// counted by outcome on /metrics/prometheus, under the names
+// contrib/queenprom uses.
+func TestMetrics_ConsumeOutcomes(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil, nil)
+	e.push("jobs", "", "a", 1)
+	e.push("jobs", "", "b", 2)
+	n := 0
+	err := e.b.Queue("jobs").Each().Limit(2).Consume(context.Background(), func(ctx context.Context, msg *queen.Message) error {
+		n++
+		if n == 2 {
+			return queen.Reject(errors.New("bad job"))
+		}
+		return nil
+	}).Execute(context.Background())
+	require.NoError(t, err)
+	text := e.do("GET", "/metrics/prometheus", nil).Body.String()
+	for _, line := range []string{
+		"# TYPE queen_consume_messages_total counter",
+		`queen_consume_messages_total{outcome="accepted"} 1`,
+		`queen_consume_messages_total{outcome="dead_lettered"} 1`,
+		"# TYPE queen_consume_handlers_inflight gauge",
+		"queen_consume_handlers_inflight 0",
+	} {
+		require.Contains(t, text, line+"\n")
 	}
 }
