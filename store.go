@@ -1,6 +1,7 @@
 package queen
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -21,6 +22,12 @@ import (
 type op struct {
 	key, val []byte
 	del      bool
+	// queueID, on the delete of a queue's metadata, limits the delete to
+	// the queue of that id. A push creates a queue in memory as the writer
+	// applies it, so a queue of the same name re-created by a push racing
+	// DeleteQueue can have its metadata written before the deletion's
+	// delete, which must then leave it alone.
+	queueID string
 }
 
 // pushReq is a push waiting for the writer.
@@ -283,6 +290,15 @@ func (w *writer) failBatch(batch []*writeReq, cause error) {
 
 func applyOps(txn *badger.Txn, ops []op) error {
 	for _, o := range ops {
+		if o.queueID != "" {
+			same, err := storedQueueIs(txn, o.key, o.queueID)
+			if err != nil {
+				return err
+			}
+			if !same {
+				continue
+			}
+		}
 		var err error
 		if o.del {
 			err = txn.Delete(o.key)
@@ -294,6 +310,28 @@ func applyOps(txn *badger.Txn, ops []op) error {
 		}
 	}
 	return nil
+}
+
+// storedQueueIs reports whether the queue metadata at key is the queue of
+// the given id (or unreadable, so that a delete still removes it).
+func storedQueueIs(txn *badger.Txn, key []byte, id string) (bool, error) {
+	item, err := txn.Get(key)
+	if err == badger.ErrKeyNotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var m queueMeta
+	if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &m) }); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &se) || errors.As(err, &te) {
+			return true, nil
+		}
+		return false, err
+	}
+	return m.ID == id, nil
 }
 
 // rollback forgets the offsets handed out in a transaction that did not

@@ -17,7 +17,10 @@ import (
 // metadata last) and finally the tombstone. A sweep cut short by a crash
 // or Close resumes at the next Open, and the tombstone keeps the ids from
 // being handed out again or their leftovers from being read as a new
-// queue's, even when a queue of the same name is created meanwhile.
+// queue's, even when a queue of the same name is created meanwhile. The
+// first write removes the metadata of the deleted queue only (by its id): a
+// push racing the deletion can re-create the queue and write its metadata
+// first.
 
 // tombstone is the stored form of a queue being deleted.
 type tombstone struct {
@@ -76,7 +79,7 @@ func (b *Broker) unlinkQueue(ctx context.Context, name string) ([]byte, tombston
 		p.deleted = true
 		ts.PIDs = append(ts.PIDs, p.pid)
 	}
-	ops := []op{{key: keys.QueueKey(name), del: true}}
+	ops := []op{{key: keys.QueueKey(name), del: true, queueID: q.id.String()}}
 	for gname, g := range q.groups {
 		g.deleted = true
 		g.wakeAll()
