@@ -464,7 +464,7 @@ func (b *Broker) settle(ts []ackTarget, items []AckItem, results []AckResult, no
 					d = it.Delay
 				}
 				if d > 0 {
-					c.notBefore = now + d.Microseconds()
+					c.notBefore, c.held = now+d.Microseconds(), false
 				}
 			} else {
 				f.settled = true
@@ -474,7 +474,7 @@ func (b *Broker) settle(ts []ackTarget, items []AckItem, results []AckResult, no
 		case AckRetry:
 			comeback = true
 			if it.Delay > 0 {
-				c.notBefore = now + it.Delay.Microseconds()
+				c.notBefore, c.held = now+it.Delay.Microseconds(), false
 			}
 		}
 		if f.settled {

@@ -52,13 +52,14 @@ type cursor struct {
 	offset    int64 // first offset not yet settled (durable)
 	consumed  int64 // messages settled over the cursor's life (durable)
 	lastAckAt int64 // µs (durable)
-	notBefore int64 // µs; retry delay: not served before
+	notBefore int64 // µs; retry delay or delayed message: not served before
 	wakeAt    int64 // µs; pending timer, 0 if none
 	fl        *inflight
 	att       *attempts
 	prev, nxt *cursor // ready list
 	retries   int32   // failed acks spent since the last completed batch (durable)
 	ready     bool
+	held      bool // notBefore is a message's DelayedProcessing visibility, not a retry delay
 }
 
 // inflight is the batch a cursor has handed out and not yet settled.

@@ -549,7 +549,9 @@ func (b *Broker) deliver(ctx context.Context, g *group, l *lease, claims []claim
 		}
 		if cl.cut >= 0 {
 			cl.fl.end = cl.cut
-			c.notBefore = max(c.notBefore, cl.visible)
+			if cl.visible > c.notBefore {
+				c.notBefore, c.held = cl.visible, true
+			}
 		}
 		if readErr != nil || len(cl.msgs) == 0 {
 			if readErr == nil && cl.fl.end > c.offset {

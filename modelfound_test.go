@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/internal/queentest"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -60,4 +62,83 @@ func TestModelFound_PushRacingDeleteQueueSurvivesReopen(t *testing.T) {
 	require.NoError(t, b.Close())
 	b = queentest.OpenDir(t, dir, nil)
 	require.Equal(t, before, storedCounts(t, b))
+}
+
+// TestModelFound_ConfigureRacesNoPop: ConfigureQueue replacing the
+// configuration while waiting and batch pops deliver from a queue with
+// DelayedProcessing (run with -race).
+func TestModelFound_ConfigureRacesNoPop(t *testing.T) {
+	t.Parallel()
+	clock := queentest.NewClock()
+	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
+	cfg := queen.DefaultQueueConfig()
+	cfg.DelayedProcessing = time.Second
+	_, err := b.ConfigureQueue(bg, "q", cfg)
+	require.NoError(t, err)
+	pushN(t, b, "q", "", 20)
+	clock.Advance(2 * time.Second)
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		for i := range 20 {
+			c := cfg
+			c.DelayedProcessing = time.Duration(i%3) * time.Second
+			_, err := b.ConfigureQueue(bg, "q", c)
+			assert.NoError(t, err)
+		}
+	}()
+	for range 2 {
+		go func() {
+			defer wg.Done()
+			for range 10 {
+				_, err := b.Pop(bg, queen.PopRequest{Queue: "q", Batch: 2, Wait: true, Timeout: time.Millisecond, AutoAck: true})
+				assert.NoError(t, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestModelFound_ShorterHoldAppliesAtOnce: after ConfigureQueue shortens
+// DelayedProcessing or WindowBuffer, a waiting pop is served once the new,
+// shorter time has passed, not held until the old one.
+func TestModelFound_ShorterHoldAppliesAtOnce(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{"DelayedProcessing", "WindowBuffer"} {
+		t.Run(kind, func(t *testing.T) {
+			clock := queentest.NewClock()
+			b := queentest.NewBroker(t, &queen.Options{Clock: clock})
+			set := func(d time.Duration) {
+				cfg := queen.DefaultQueueConfig()
+				if kind == "DelayedProcessing" {
+					cfg.DelayedProcessing = d
+				} else {
+					cfg.WindowBuffer = d
+				}
+				_, err := b.ConfigureQueue(bg, "q", cfg)
+				require.NoError(t, err)
+			}
+			set(time.Hour)
+			pushOne(t, b, "q", "", "a", `1`)
+			// A first pop finds the message held and leaves the hold scheduled.
+			res := pop(t, b, queen.PopRequest{Queue: "q"})
+			require.Empty(t, res.Messages)
+			set(10 * time.Second)
+			got := make(chan *queen.PopResult, 1)
+			go func() {
+				res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Wait: true, Timeout: time.Hour})
+				assert.NoError(t, err)
+				got <- res
+			}()
+			queentest.AwaitWaiting(t, b, 1)
+			clock.Advance(11 * time.Second)
+			select {
+			case res := <-got:
+				require.Equal(t, []string{"a"}, txids(res.Messages))
+			case <-time.After(10 * time.Second):
+				t.Fatal("the waiting pop was not served after the shortened hold")
+			}
+		})
+	}
 }

@@ -208,7 +208,8 @@ func (b *Broker) newQueue(name string, cfg QueueConfig) *queue {
 }
 
 // ConfigureQueue creates the queue or replaces its whole configuration, and
-// makes sure its Default partition exists.
+// makes sure its Default partition exists. A shorter DelayedProcessing or
+// WindowBuffer applies at once, to messages already held too.
 func (b *Broker) ConfigureQueue(ctx context.Context, name string, cfg QueueConfig) (*QueueInfo, error) {
 	if err := b.enter(); err != nil {
 		return nil, err
@@ -232,7 +233,11 @@ func (b *Broker) ConfigureQueue(ctx context.Context, name string, cfg QueueConfi
 	if q == nil {
 		q = b.newQueue(name, cfg)
 	}
+	old := q.cfg
 	q.cfg = cfg
+	if cfg.DelayedProcessing < old.DelayedProcessing || cfg.WindowBuffer < old.WindowBuffer {
+		b.shortenHolds(q, (old.DelayedProcessing - cfg.DelayedProcessing).Microseconds())
+	}
 	ops := []op{{key: keys.QueueKey(name), val: q.meta()}}
 	q.persisted = true
 	p, created := b.partitionFor(q, DefaultPartition)
@@ -247,6 +252,25 @@ func (b *Broker) ConfigureQueue(ctx context.Context, name string, cfg QueueConfi
 		return nil, err
 	}
 	return info, nil
+}
+
+// shortenHolds applies a shorter DelayedProcessing (by cut µs, 0 if it did
+// not shrink) or WindowBuffer to q's cursors at once: each is checked
+// again, so one held until the old time is served, or scheduled, by the
+// new one. Under b.mu.
+func (b *Broker) shortenHolds(q *queue, cut int64) {
+	now := b.now()
+	for _, p := range q.parts {
+		for _, c := range p.cursors {
+			if c == nil {
+				continue
+			}
+			if cut > 0 && c.held {
+				c.notBefore -= cut
+			}
+			b.check(c, now)
+		}
+	}
 }
 
 // DescribeQueue returns a queue's configuration, or [ErrNotFound].

@@ -89,7 +89,7 @@ func (b *Broker) seek(ctx context.Context, group, queueName, partName string, op
 		} else {
 			c.offset = b.firstOffsetAtOrAfter(p, opts.Timestamp.UnixMicro())
 		}
-		c.retries, c.notBefore = 0, 0
+		c.retries, c.notBefore, c.held = 0, 0, false
 		b.repend(p)
 		ops = append(ops, c.saveOp())
 		b.check(c, now)
