@@ -207,7 +207,11 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 		return nil, err
 	}
 	if req.Queue == "" {
-		return b.discoveryPop(ctx, req)
+		res, err := b.discoveryPop(ctx, req)
+		if err == nil {
+			b.observe(Event{Kind: EventPop, Queue: res.Queue, Group: res.ConsumerGroup, Count: len(res.Messages), Duration: time.Since(start)})
+		}
+		return res, err
 	}
 	var deadline <-chan time.Time
 	if req.Wait {
