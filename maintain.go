@@ -174,7 +174,12 @@ func (b *Broker) retain(ctx context.Context, p *partition, cutoff int64, kind re
 			b.mu.Unlock()
 			return nil
 		}
-		ops := make([]op, 0, 2*len(offs)+1)
+		ops := make([]op, 0, 2*len(offs)+2)
+		gone := make(map[string]bool, len(txids))
+		for _, tx := range txids {
+			gone[tx] = true
+		}
+		ops = append(ops, op{traces: &traceDrop{pid: p.pid, txids: gone}})
 		for i, off := range offs {
 			ops = append(ops, op{key: keys.MessageKey(p.pid, off), del: true}, op{key: keys.TxIDKey(p.pid, txids[i]), del: true})
 		}

@@ -477,7 +477,8 @@ func (b *Broker) DeleteMessage(ctx context.Context, partitionID, transactionID s
 	if err != nil {
 		return err
 	}
-	ops := []op{{key: keys.MessageKey(ps.pid, off), del: true}, {key: keys.TxIDKey(ps.pid, transactionID), del: true}}
+	ops := []op{{key: keys.MessageKey(ps.pid, off), del: true}, {key: keys.TxIDKey(ps.pid, transactionID), del: true},
+		{traces: &traceDrop{pid: ps.pid, txids: map[string]bool{transactionID: true}}}}
 	nDead, nParked := 0, 0
 	exists := false
 	err = b.db.View(func(txn *badger.Txn) error {
@@ -485,11 +486,6 @@ func (b *Broker) DeleteMessage(ctx context.Context, partitionID, transactionID s
 			exists = true
 		} else if err != badger.ErrKeyNotFound {
 			return err
-		}
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: keys.TracePrefix(ps.pid, transactionID)})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			ops = append(ops, op{key: it.Item().KeyCopy(nil), del: true})
 		}
 		return nil
 	})

@@ -28,6 +28,18 @@ type op struct {
 	// DeleteQueue can have its metadata written before the deletion's
 	// delete, which must then leave it alone.
 	queueID string
+	// traces, when set, deletes the stored traces of the partition's
+	// messages with these transactionIds, as the writer applies it: a
+	// trace written by an earlier request is seen, so none is left behind
+	// by a delete racing RecordTrace (which refuses a message once gone
+	// from memory, and submits its write before that).
+	traces *traceDrop
+}
+
+// traceDrop names the messages whose traces an op deletes.
+type traceDrop struct {
+	pid   uint64
+	txids map[string]bool
 }
 
 // pushReq is a push waiting for the writer.
@@ -290,6 +302,12 @@ func (w *writer) failBatch(batch []*writeReq, cause error) {
 
 func applyOps(txn *badger.Txn, ops []op) error {
 	for _, o := range ops {
+		if o.traces != nil {
+			if err := dropTraces(txn, o.traces); err != nil {
+				return err
+			}
+			continue
+		}
 		if o.queueID != "" {
 			same, err := storedQueueIs(txn, o.key, o.queueID)
 			if err != nil {
@@ -306,6 +324,31 @@ func applyOps(txn *badger.Txn, ops []op) error {
 			err = txn.Set(o.key, o.val)
 		}
 		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropTraces deletes, in txn, the traces d names.
+func dropTraces(txn *badger.Txn, d *traceDrop) error {
+	prefix := keys.PartitionScoped(keys.Trace, d.pid)
+	if len(d.txids) == 1 {
+		for tx := range d.txids {
+			prefix = keys.TracePrefix(d.pid, tx)
+		}
+	}
+	var dels [][]byte
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	for it.Rewind(); it.Valid(); it.Next() {
+		k := it.Item().Key()
+		if _, txid, _, ok := decodeTraceKey(k); ok && d.txids[txid] {
+			dels = append(dels, it.Item().KeyCopy(nil))
+		}
+	}
+	it.Close()
+	for _, k := range dels {
+		if err := txn.Delete(k); err != nil {
 			return err
 		}
 	}

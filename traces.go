@@ -104,7 +104,7 @@ func (b *Broker) RecordTrace(ctx context.Context, ev TraceEvent) (*TraceEvent, e
 	} else if !json.Valid(ev.Data) {
 		return nil, argErr("TraceEvent.Data", "not valid JSON")
 	}
-	p, ps, _, err := b.locate(ev.PartitionID, ev.TransactionID)
+	p, ps, off, err := b.locate(ev.PartitionID, ev.TransactionID)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,10 @@ func (b *Broker) RecordTrace(ctx context.Context, ev TraceEvent) (*TraceEvent, e
 		b.mu.Unlock()
 		return nil, err
 	}
-	if p.deleted {
+	// The message may have been deleted (by retention or DeleteMessage)
+	// since locate found it: their writes delete the traces written
+	// before them, so none may follow.
+	if p.deleted || off < p.first || p.skipHoles(off) != off {
 		b.mu.Unlock()
 		return nil, ErrNotFound
 	}
