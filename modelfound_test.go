@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -35,7 +36,7 @@ func storedCounts(t *testing.T, b *queen.Broker) map[string]int64 {
 func TestModelFound_PushRacingDeleteQueueSurvivesReopen(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	b := queentest.OpenDir(t, dir, nil)
+	b := itest.OpenDir(t, dir, nil)
 	const rounds, pushers, pushes = 60, 3, 4
 	for r := range rounds {
 		name := fmt.Sprintf("q%d", r)
@@ -60,7 +61,7 @@ func TestModelFound_PushRacingDeleteQueueSurvivesReopen(t *testing.T) {
 	}
 	before := storedCounts(t, b)
 	require.NoError(t, b.Close())
-	b = queentest.OpenDir(t, dir, nil)
+	b = itest.OpenDir(t, dir, nil)
 	require.Equal(t, before, storedCounts(t, b))
 }
 
@@ -69,7 +70,7 @@ func TestModelFound_PushRacingDeleteQueueSurvivesReopen(t *testing.T) {
 // DelayedProcessing (run with -race).
 func TestModelFound_ConfigureRacesNoPop(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
+	clock := itest.NewClock()
 	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
 	cfg := queen.DefaultQueueConfig()
 	cfg.DelayedProcessing = time.Second
@@ -107,7 +108,7 @@ func TestModelFound_ShorterHoldAppliesAtOnce(t *testing.T) {
 	t.Parallel()
 	for _, kind := range []string{"DelayedProcessing", "WindowBuffer"} {
 		t.Run(kind, func(t *testing.T) {
-			clock := queentest.NewClock()
+			clock := itest.NewClock()
 			b := queentest.NewBroker(t, &queen.Options{Clock: clock})
 			set := func(d time.Duration) {
 				cfg := queen.DefaultQueueConfig()
@@ -131,7 +132,7 @@ func TestModelFound_ShorterHoldAppliesAtOnce(t *testing.T) {
 				assert.NoError(t, err)
 				got <- res
 			}()
-			queentest.AwaitWaiting(t, b, 1)
+			itest.AwaitWaiting(t, b, 1)
 			clock.Advance(11 * time.Second)
 			select {
 			case res := <-got:
@@ -169,8 +170,8 @@ func TestModelFound_CountersCountDiscoveryPops(t *testing.T) {
 // starts with none (it used to inherit the old one's).
 func TestModelFound_RetentionDeletesTraces(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
-	queentest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+	clock := itest.NewClock()
+	itest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
 		cfg := queen.DefaultQueueConfig()
 		cfg.Retention = time.Hour
 		_, err := b.ConfigureQueue(bg, "q", cfg)
@@ -202,7 +203,7 @@ func TestModelFound_RetentionDeletesTraces(t *testing.T) {
 // against a message retention or DeleteMessage removed.
 func TestModelFound_NoTraceOnRemovedMessage(t *testing.T) {
 	t.Parallel()
-	clock := queentest.NewClock()
+	clock := itest.NewClock()
 	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
 	cfg := queen.DefaultQueueConfig()
 	cfg.Retention = time.Hour
