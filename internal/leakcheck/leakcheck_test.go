@@ -32,13 +32,17 @@ func TestFind_WaitsForGoroutinesThatAreEnding(t *testing.T) {
 
 func TestFind_IgnoreFragment(t *testing.T) {
 	before := leakcheck.Snapshot()
-	stop := make(chan struct{})
+	stop, started := make(chan struct{}), make(chan struct{})
 	defer close(stop)
-	go parkedForTest(stop)
+	go parkedForTest(started, stop)
+	<-started // its stack now shows parkedForTest, which Ignore matches
 	require.NoError(t, leakcheck.Find(&leakcheck.Options{Grace: 20 * time.Millisecond, Ignore: []string{"leakcheck_test.parkedForTest"}}, before))
 	err := leakcheck.Find(&leakcheck.Options{Grace: 20 * time.Millisecond}, before)
 	require.Error(t, err)
 	require.True(t, strings.Contains(err.Error(), "parkedForTest"))
 }
 
-func parkedForTest(stop chan struct{}) { <-stop }
+func parkedForTest(started, stop chan struct{}) {
+	close(started)
+	<-stop
+}
