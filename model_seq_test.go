@@ -334,9 +334,17 @@ func (m *seqModel) emit(format string, args ...any) {
 
 // failf records the first broken promise.
 func (m *seqModel) failf(kind, format string, args ...any) {
+	m.failAt(kind, nil, format, args...)
+}
+
+// failAt is failf with the assertions that fail in the reproducer.
+func (m *seqModel) failAt(kind string, asserts []string, format string, args ...any) {
 	if m.fail == nil {
 		m.fail = &seqFailure{step: m.step, kind: kind, msg: fmt.Sprintf(format, args...)}
 		m.emit("// MODEL CHECK FAILED (%s): %s", kind, strings.ReplaceAll(m.fail.msg, "\n", "\n\t// "))
+		for _, a := range asserts {
+			m.emit("%s", a)
+		}
 	}
 }
 
@@ -407,11 +415,39 @@ func TestModelRepro(t *testing.T) {
 		return false
 	}
 	big := func(n int) json.RawMessage { return json.RawMessage("\"" + strings.Repeat("x", n-2) + "\"") }
+	stats := func(queue string) *queen.QueueStats {
+		t.Helper()
+		qs, err := b.QueueStats(ctx, queue)
+		require.NoError(t, err)
+		return qs
+	}
+	cursor := func(queue, part, group string) queen.CursorStats {
+		t.Helper()
+		for _, p := range stats(queue).Partitions {
+			for _, c := range p.Cursors {
+				if p.Name == part && c.Group == group {
+					return c
+				}
+			}
+		}
+		t.Fatalf("no cursor of %%s in %%s/%%s", group, queue, part)
+		return queen.CursorStats{}
+	}
 	type popRes struct {
 		r   *queen.PopResult
 		err error
 	}
-	_, _, _, _ = pid, letterID, hasGroup, big
+	recv := func(ch chan popRes) popRes {
+		t.Helper()
+		select {
+		case r := <-ch:
+			return r
+		case <-time.After(5 * time.Second):
+			t.Fatal("the waiting pop did not return")
+			return popRes{}
+		}
+	}
+	_, _, _, _, _, _ = pid, letterID, hasGroup, big, cursor, recv
 `, m.seed, map[bool]string{false: "memory", true: "disk"}[m.disk], string(modelKey), open)
 	if m.code != nil {
 		sb.WriteString(m.code.String())

@@ -66,20 +66,20 @@ func (m *seqModel) checkStats(q *smQueue, qs *queen.QueueStats) {
 		m.failf("stats.id", "%s: id %s, model says %s", at, qs.ID, q.id)
 	}
 	if qs.Messages != m.stored(q) {
-		m.failf("stats.messages", "%s: %d messages, model says %d", at, qs.Messages, m.stored(q))
+		m.failAt("stats.messages", []string{fmt.Sprintf("require.EqualValues(t, %d, stats(%q).Messages)", m.stored(q), q.name)}, "%s: %d messages, model says %d", at, qs.Messages, m.stored(q))
 	}
 	if n := int64(len(m.lettersOf(q, "dl"))); qs.DeadLetters != n {
-		m.failf("stats.deadLetters", "%s: %d dead letters, model says %d", at, qs.DeadLetters, n)
+		m.failAt("stats.deadLetters", []string{fmt.Sprintf("require.EqualValues(t, %d, stats(%q).DeadLetters)", n, q.name)}, "%s: %d dead letters, model says %d", at, qs.DeadLetters, n)
 	}
 	if n := int64(len(m.lettersOf(q, "pk"))); qs.Parked != n {
-		m.failf("stats.parked", "%s: %d parked, model says %d", at, qs.Parked, n)
+		m.failAt("stats.parked", []string{fmt.Sprintf("require.EqualValues(t, %d, stats(%q).Parked)", n, q.name)}, "%s: %d parked, model says %d", at, qs.Parked, n)
 	}
 	gated := false
 	for _, p := range q.parts {
 		gated = gated || m.lagGated(p)
 	}
 	if !gated && qs.Pending != m.pending(q) {
-		m.failf("stats.pending", "%s: pending %d, model says %d", at, qs.Pending, m.pending(q))
+		m.failAt("stats.pending", []string{fmt.Sprintf("require.EqualValues(t, %d, stats(%q).Pending)", m.pending(q), q.name)}, "%s: pending %d, model says %d", at, qs.Pending, m.pending(q))
 	}
 	inflight := int64(0)
 	for _, g := range q.groups {
@@ -88,7 +88,7 @@ func (m *seqModel) checkStats(q *smQueue, qs *queen.QueueStats) {
 		}
 	}
 	if qs.InFlight != inflight {
-		m.failf("stats.inFlight", "%s: in flight %d, model says %d", at, qs.InFlight, inflight)
+		m.failAt("stats.inFlight", []string{fmt.Sprintf("require.EqualValues(t, %d, stats(%q).InFlight)", inflight, q.name)}, "%s: in flight %d, model says %d", at, qs.InFlight, inflight)
 	}
 	if !slices.Equal(qs.Groups, q.groupNames()) {
 		m.failf("stats.groups", "%s: groups %v, model says %v", at, qs.Groups, q.groupNames())
@@ -133,24 +133,25 @@ func (m *seqModel) checkStats(q *smQueue, qs *queen.QueueStats) {
 		for _, cs := range ps.Cursors {
 			c := q.groups[cs.Group].cursors[p.name]
 			cat := pat + " group " + cs.Group
+			cx := fmt.Sprintf("cursor(%q, %q, %q)", q.name, p.name, cs.Group)
 			if p.norm(cs.Offset) != p.norm(c.offset) {
-				m.failf("stats.offset", "%s: cursor at %d, model says %d", cat, cs.Offset, c.offset)
+				m.failAt("stats.offset", []string{fmt.Sprintf("require.EqualValues(t, %d, %s.Offset)", p.norm(c.offset), cx)}, "%s: cursor at %d, model says %d", cat, cs.Offset, c.offset)
 			}
 			if cs.Lag < 0 || cs.InFlight < 0 || cs.Consumed < 0 || cs.Retries < 0 {
 				m.failf("stats.negative", "%s: %+v", cat, cs)
 			}
 			if !m.lagGated(p) && cs.Lag != m.lag(p, c) {
-				m.failf("stats.lag", "%s: lag %d, model says %d", cat, cs.Lag, m.lag(p, c))
+				m.failAt("stats.lag", []string{fmt.Sprintf("require.EqualValues(t, %d, %s.Lag)", m.lag(p, c), cx)}, "%s: lag %d, model says %d", cat, cs.Lag, m.lag(p, c))
 			}
 			lid, exp := "", time.Time{}
 			if m.leaseLive(c) {
 				lid, exp = c.lease.id, micros(c.lease.expires)
 			}
 			if int64(cs.InFlight) != m.inFlight(c) || cs.LeaseID != lid || !cs.LeaseExpiresAt.Equal(exp) {
-				m.failf("stats.lease", "%s: in flight %d lease %q until %v, model says %d %q %v", cat, cs.InFlight, cs.LeaseID, cs.LeaseExpiresAt, m.inFlight(c), lid, exp)
+				m.failAt("stats.lease", []string{fmt.Sprintf("require.EqualValues(t, %d, %s.InFlight)", m.inFlight(c), cx), fmt.Sprintf("require.Equal(t, %v, %s.LeaseID != \"\")", lid != "", cx)}, "%s: in flight %d lease %q until %v, model says %d %q %v", cat, cs.InFlight, cs.LeaseID, cs.LeaseExpiresAt, m.inFlight(c), lid, exp)
 			}
 			if cs.Retries != c.retries || cs.Consumed != c.consumed || !cs.LastAckAt.Equal(micros(c.lastAck)) {
-				m.failf("stats.cursor", "%s: retries %d consumed %d last ack %v, model says %d %d %v", cat, cs.Retries, cs.Consumed, cs.LastAckAt, c.retries, c.consumed, micros(c.lastAck))
+				m.failAt("stats.cursor", []string{fmt.Sprintf("require.Equal(t, %d, %s.Retries)", c.retries, cx), fmt.Sprintf("require.EqualValues(t, %d, %s.Consumed)", c.consumed, cx)}, "%s: retries %d consumed %d last ack %v, model says %d %d %v", cat, cs.Retries, cs.Consumed, cs.LastAckAt, c.retries, c.consumed, micros(c.lastAck))
 			}
 		}
 	}
@@ -165,7 +166,7 @@ func (m *seqModel) checkCounters() {
 		popped -= w.poppedUncounted
 	}
 	if c.Pushed != pushed || c.Popped != popped || c.LeasesRenew != w.renewed || c.LeasesExpire != w.expired || c.DeadLettered != w.dead || c.Parked != w.parked {
-		m.failf("counters", "Counters pushed %d popped %d renewed %d expired %d dead %d parked %d, model says %d %d %d %d %d %d",
+		m.failAt("counters", []string{fmt.Sprintf("c := b.Counters()\n\trequire.Equal(t, []int64{%d, %d, %d, %d, %d, %d}, []int64{c.Pushed, c.Popped, c.LeasesRenew, c.LeasesExpire, c.DeadLettered, c.Parked})", pushed, popped, w.renewed, w.expired, w.dead, w.parked)}, "Counters pushed %d popped %d renewed %d expired %d dead %d parked %d, model says %d %d %d %d %d %d",
 			c.Pushed, c.Popped, c.LeasesRenew, c.LeasesExpire, c.DeadLettered, c.Parked, pushed, popped, w.renewed, w.expired, w.dead, w.parked)
 	}
 	for _, st := range []queen.AckStatus{queen.AckCompleted, queen.AckFailed, queen.AckRetry, queen.AckDLQ, queen.AckPark} {
@@ -1042,7 +1043,7 @@ func (m *seqModel) opReopen() {
 		return
 	}
 	if w != nil {
-		m.emit("wr%s := <-w%s", w.v, w.v)
+		m.emit("wr%s := recv(w%s)", w.v, w.v)
 		m.emit("require.ErrorIs(t, wr%s.err, queen.ErrClosed)", w.v)
 		select {
 		case a := <-w.ch:
@@ -1065,6 +1066,7 @@ func (m *seqModel) opReopen() {
 		return
 	}
 	m.b = b
+	m.counts["+reopened"]++
 	// What a restart forgets: leases, delivery counts, retry delays.
 	for _, l := range m.leases {
 		if !l.released && !l.expired {
@@ -1253,7 +1255,7 @@ func (m *seqModel) stuckOnHole(q *smQueue, g *smGroup) bool {
 		return false
 	}
 	for _, p := range q.partList() {
-		if p.holesFrom(p.first) {
+		if c := g.cursors[p.name]; c != nil && m.holeStuck(g, p, c) {
 			return true
 		}
 	}
