@@ -315,11 +315,7 @@ func (c *chaos) step(r *rand.Rand, w int, helds []*chaosHeld) []*chaosHeld {
 			for k := range items {
 				ops = append(ops, queen.TxOp{Ack: &items[k]})
 			}
-			tq := qn
-			if knownDefect("txn-maxsize") {
-				tq = "cx" // never capped: a refused push would leave acks in memory only
-			}
-			ops = append(ops, queen.TxOp{Push: &queen.PushItem{Queue: tq, Partition: part, TransactionID: fmt.Sprintf("x%d-%d", w, c.txn.Add(1)), Payload: []byte(`{"x":1}`)}})
+			ops = append(ops, queen.TxOp{Push: &queen.PushItem{Queue: qn, Partition: part, TransactionID: fmt.Sprintf("x%d-%d", w, c.txn.Add(1)), Payload: []byte(`{"x":1}`)}})
 			var tr *queen.TxResult
 			tr, err = b.ExecTransaction(bg, ops)
 			c.check("transaction", err, false)
@@ -377,7 +373,7 @@ func (c *chaos) step(r *rand.Rand, w int, helds []*chaosHeld) []*chaosHeld {
 		_, err := b.SetGroupSubscription(bg, group, c.clock.Now().Add(-time.Duration(r.IntN(600))*time.Second))
 		c.check("setSubscription", err, false)
 	case x < 83:
-		meta := r.IntN(2) == 0 || knownDefect("race-deletegroup")
+		meta := r.IntN(2) == 0
 		c.bump(qn, group)
 		_, err := b.DeleteGroup(bg, group, qn, meta)
 		c.check("deleteGroup", err, false)
@@ -476,15 +472,12 @@ func (c *chaos) observe(res *queen.PopResult, group string, epoch, restarts int,
 		}
 		if autoAck {
 			c.settled[key] = epoch
-			if knownDefect("autoack-attempts") {
-				continue
-			}
 		}
 		ak := fmt.Sprintf("%s/%d/%d", key, epoch, restarts)
 		if c.attempts[ak] == nil {
 			c.attempts[ak] = map[int]bool{}
 		}
-		if c.attempts[ak][msg.DeliveryAttempt] && !knownDefect("autoack-attempts") {
+		if c.attempts[ak][msg.DeliveryAttempt] {
 			c.errs = append(c.errs, fmt.Sprintf("%s@%d delivered to %s twice with attempt %d", msg.Partition, msg.Offset, group, msg.DeliveryAttempt))
 		}
 		if msg.DeliveryAttempt < 1 {
@@ -540,9 +533,7 @@ func (c *chaos) letterOp(r *rand.Rand, qn string) {
 			c.check("deleteLetter twice", err, false)
 		}
 		if errs[0] == nil && errs[1] == nil {
-			if !knownDefect("letter-count") {
-				c.failf("deleting letter %s twice at once succeeded twice", id)
-			}
+			c.failf("deleting letter %s twice at once succeeded twice", id)
 		}
 		c.count("deleteLetterTwice")
 	}
@@ -559,8 +550,7 @@ func (c *chaos) checkStats(qn string, quiet bool) {
 	if err != nil {
 		return
 	}
-	letters := !knownDefect("letter-count")
-	if qs.Messages < 0 || qs.Pending < 0 || qs.InFlight < 0 || (letters && (qs.DeadLetters < 0 || qs.Parked < 0)) {
+	if qs.Messages < 0 || qs.Pending < 0 || qs.InFlight < 0 || qs.DeadLetters < 0 || qs.Parked < 0 {
 		c.failf("QueueStats(%s) negative: %+v", qn, qs)
 	}
 	for _, ps := range qs.Partitions {
@@ -586,7 +576,7 @@ func (c *chaos) checkStats(qn string, quiet bool) {
 		if kind == "parked" {
 			n = qs.Parked
 		}
-		if letters && int64(page.Total) != n {
+		if int64(page.Total) != n {
 			c.failf("QueueStats(%s) counts %d %s, the list has %d", qn, n, kind, page.Total)
 		}
 	}
@@ -627,9 +617,6 @@ func (c *chaos) restart() {
 		return
 	}
 	c.b = b
-	if knownDefect("setsub-leased") {
-		c.bump("", "*") // a restart may move a cursor SetGroupSubscription skipped
-	}
 	c.mu.Lock()
 	c.restarts++
 	c.counts["restart"]++
@@ -656,10 +643,7 @@ func (c *chaos) snapshot() map[string]string {
 		if err != nil {
 			continue
 		}
-		out["queue "+qn] = fmt.Sprintf("%s %d %v", qs.ID, qs.Messages, qs.Groups)
-		if !knownDefect("letter-count") {
-			out["letters "+qn] = fmt.Sprintf("%d %d", qs.DeadLetters, qs.Parked)
-		}
+		out["queue "+qn] = fmt.Sprintf("%s %d %d %d %v", qs.ID, qs.Messages, qs.DeadLetters, qs.Parked, qs.Groups)
 		for _, ps := range qs.Partitions {
 			out["partition "+qn+"/"+ps.Name] = fmt.Sprintf("%s %d %d %d", ps.ID, ps.Messages, ps.FirstOffset, ps.NextOffset)
 			res, err := c.b.Fetch(bg, qn, ps.Name, 0, 1000)
@@ -732,7 +716,7 @@ func (c *chaos) finish() {
 			}
 			for _, cs := range ps.Cursors {
 				for _, rec := range res.Records {
-					if rec.Offset >= cs.Offset && !knownDefect("delete-hole") {
+					if rec.Offset >= cs.Offset {
 						c.failf("drain: %s/%s@%d left unread by %s (cursor %d)", qn, ps.Name, rec.Offset, cs.Group, cs.Offset)
 						break
 					}
@@ -740,9 +724,6 @@ func (c *chaos) finish() {
 			}
 		}
 		c.checkStats(qn, true)
-	}
-	if knownDefect("close-race") {
-		return
 	}
 	// Close while calls run: they may only fail with ErrClosed.
 	var wg sync.WaitGroup

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/queentest"
 )
 
 // The executor of the sequential model test: one function per operation,
@@ -230,9 +231,7 @@ func (m *seqModel) createQueue(name string, cfg queen.QueueConfig) *smQueue {
 	m.gens[name]++
 	q := &smQueue{name: name, gen: m.gens[name], cfg: cfg, parts: map[string]*smPart{}, groups: map[string]*smGroup{}}
 	m.queues[name] = q
-	if w := m.waiter; w != nil && w.req.Queue == name {
-		w.newGen = true
-	}
+	q.created = m.now()
 	return q
 }
 
@@ -257,12 +256,7 @@ func pushCreatedCfg(it queen.PushItem) queen.QueueConfig {
 }
 
 // used is what MaxSize is compared with: messages not yet consumed.
-func (m *seqModel) used(q *smQueue) int64 {
-	if knownDefect("maxsize-consumed") {
-		return m.stored(q) // the broker counts every stored message
-	}
-	return m.pending(q)
-}
+func (m *seqModel) used(q *smQueue) int64 { return m.pending(q) }
 
 type pushWant struct {
 	status queen.PushStatus
@@ -482,24 +476,6 @@ func (m *seqModel) pastTime(r *rand.Rand) time.Time {
 	return time.UnixMicro(ats[r.IntN(len(ats))])
 }
 
-// waitOK tells whether a waiting pop may run on queue: with the
-// delete-hole defect a waiting pop at a deleted message recurses forever.
-func (m *seqModel) waitOK(queue string) bool {
-	if !knownDefect("delete-hole") {
-		return true
-	}
-	q := m.queues[queue]
-	if q == nil {
-		return true
-	}
-	for _, p := range q.parts {
-		if p.holesFrom(0) {
-			return false
-		}
-	}
-	return true
-}
-
 func (m *seqModel) opPop(i int, r *rand.Rand, builder bool) {
 	req := queen.PopRequest{Queue: pickQ(r), Group: pickG(r), Batch: r.IntN(8), Partitions: r.IntN(4)}
 	if r.IntN(5) == 0 {
@@ -532,7 +508,7 @@ func (m *seqModel) opPop(i int, r *rand.Rand, builder bool) {
 	if r.IntN(12) == 0 {
 		req.Autopilot = true
 	}
-	if r.IntN(8) == 0 && m.waitOK(req.Queue) {
+	if r.IntN(8) == 0 {
 		req.Wait, req.Timeout = true, time.Millisecond
 	}
 	m.doPop(i, req, builder)
@@ -585,10 +561,10 @@ func (m *seqModel) popError(req queen.PopRequest) error {
 func (m *seqModel) joinFor(q *smQueue, req queen.PopRequest) *smGroup {
 	g := q.groups[groupOf(req.Group)]
 	if g == nil {
-		g = m.newGroup(req)
+		g = m.newGroup(q, req, false)
 		m.addGroup(q, g)
 	}
-	if req.Partition != "" {
+	if req.Partition != "" && !m.maint { // in maintenance mode a pop claims nothing
 		if p := q.parts[req.Partition]; p != nil {
 			m.cursorFor(g, p)
 		}
@@ -625,6 +601,7 @@ func (m *seqModel) doPop(i int, req queen.PopRequest, builder bool) {
 	}
 	q := m.queues[req.Queue]
 	if q == nil {
+		m.noteEarly(req.Queue, groupOf(req.Group))
 		if len(res.Messages) > 0 {
 			m.failf("pop.unknownQueue", "pop of missing queue %s gave %d messages", req.Queue, len(res.Messages))
 		}
@@ -687,6 +664,10 @@ func (m *seqModel) popCheck(where string, q *smQueue, g *smGroup, req queen.PopR
 		}
 		runs[len(runs)-1].msgs = append(runs[len(runs)-1].msgs, msg)
 	}
+	if m.maint && len(runs) > 0 {
+		m.failf("pop.maintenance", "%s: %d messages handed out in maintenance mode", where, len(res.Messages))
+		return nil
+	}
 	if len(runs) > maxParts {
 		m.failf("pop.partitions", "%s: %d partitions for Partitions=%d", where, len(runs), maxParts)
 	}
@@ -715,10 +696,6 @@ func (m *seqModel) popCheck(where string, q *smQueue, g *smGroup, req queen.PopR
 		m.leases[l.id] = l
 	} else if res.LeaseID != "" {
 		m.failf("pop.lease", "%s: autoAck pop with lease %s", where, res.LeaseID)
-	}
-	anyHoles := false
-	for _, p := range q.parts {
-		anyHoles = anyHoles || p.holesFrom(p.first) // a claim's budget counts deleted offsets
 	}
 	remaining := budget
 	h := &smHeld{lease: res.LeaseID, lexpr: lexpr, group: g.api()}
@@ -762,7 +739,7 @@ func (m *seqModel) popCheck(where string, q *smQueue, g *smGroup, req queen.PopR
 			m.failf("pop.order", "%s: model says the batch is a prefix of %v (cursor %d, first %d, next %d)", pw, want, c.offset, p.first, p.next())
 			return nil
 		}
-		if exact && ri == 0 && !anyHoles && q.cfg.DelayedProcessing == 0 && len(got) != len(want) {
+		if exact && ri == 0 && q.cfg.DelayedProcessing == 0 && len(got) != len(want) {
 			m.failf("pop.batchSize", "%s: model says %v", pw, want)
 		}
 		remaining -= int64(len(got))
@@ -793,9 +770,6 @@ func (m *seqModel) popCheck(where string, q *smQueue, g *smGroup, req queen.PopR
 			c.offset, c.stored = last+1, true
 			c.consumed += int64(len(got))
 			c.lastAck = now
-			if knownDefect("autoack-attempts") {
-				clear(c.att)
-			}
 			pruneAtt(c)
 			continue
 		}
@@ -821,22 +795,6 @@ func pruneAtt(c *smCursor) {
 	}
 }
 
-// holeStuck reports whether the broker's cursor of g in p may sit on
-// deleted offsets only (delete-hole): the model's and the broker's cursor
-// may differ across a run of offsets that are gone.
-func (m *seqModel) holeStuck(g *smGroup, p *smPart, c *smCursor) bool {
-	if g.conflation {
-		return p.next() > 0 && p.msgs[p.next()-1].deleted
-	}
-	n := p.firstLive(c.offset)
-	for o := n - 1; o >= p.first && p.msgs[o].gone; o-- {
-		if p.msgs[o].deleted {
-			return true
-		}
-	}
-	return false
-}
-
 // checkEmpty checks an empty pop: nothing may have been deliverable.
 func (m *seqModel) checkEmpty(where string, q *smQueue, g *smGroup, req queen.PopRequest) {
 	var cands []*smPart
@@ -860,14 +818,11 @@ func (m *seqModel) checkEmpty(where string, q *smQueue, g *smGroup, req queen.Po
 		if hd := m.head(g, p, c); hd >= 0 && !m.held(p, c) && !m.visible(p, hd) {
 			excuse = true // the broker learns a delayed head by claiming it
 		}
-		if knownDefect("delete-hole") && !m.held(p, c) && m.holeStuck(g, p, c) {
-			excuse = true // a claim of deleted offsets only gives nothing, and the cursor stays
-		}
 		if knownDefect("reconfig-hold") && p.q.reconfigured {
 			excuse = true
 		}
 	}
-	if len(ready) > 0 && !excuse {
+	if len(ready) > 0 && !excuse && !m.maint {
 		m.failAt("pop.empty", []string{"require.Fail(t, \"the pop above gave nothing\") // the model has messages for it"}, "%s: nothing delivered, model says %s/%v deliverable to %s", where, q.name, ready, g.name)
 	}
 }
@@ -1043,7 +998,7 @@ func cmpOr(a, b string) string {
 func (m *seqModel) finishAck(hi int, h *smHeld, items []queen.AckItem, pick []*queen.Message, results []queen.AckResult, want []ackWantSeq, rest []*queen.Message, re []string) {
 	m.checkAcks("ack", items, pick, results, want)
 	for j, w := range want {
-		if w.err == nil && results[j].Success {
+		if w.counted && results[j].Success {
 			m.counters.acked[normAck(items[j].Status)]++
 		}
 	}
@@ -1173,6 +1128,7 @@ func (m *seqModel) settle(items []queen.AckItem, all bool) ([]ackWantSeq, int) {
 			if comeback || f.settled {
 				continue
 			}
+			w.counted = true // it settles or gives back a message
 			switch normAck(it.Status) {
 			case queen.AckCompleted:
 				f.settled = true
@@ -1258,9 +1214,6 @@ func (m *seqModel) addLetter(kind string, p *smPart, g *smGroup, off int64, txid
 // countLetters counts the letters one cursor's settle (or eviction) made.
 func (m *seqModel) countLetters() {
 	for _, k := range m.batchKinds {
-		if knownDefect("counters-mixed") {
-			k = m.batchKinds[0] // the broker counts the batch as its first kind
-		}
 		if k == "dl" {
 			m.counters.dead++
 		} else {
@@ -1299,13 +1252,10 @@ func (m *seqModel) opRenew(i int, r *rand.Rand, viaMsg bool) {
 	l := m.leases[h.lease]
 	var want error
 	switch {
-	case l.lost, l.released:
-		want = queen.ErrNotFound
+	case l.lost, l.released, l.expired && m.now()-l.expAt > time.Hour.Microseconds():
+		want = queen.ErrNotFound // forgotten an hour after it expired
 	case l.expired || l.expires <= m.now():
 		want = queen.ErrLeaseExpired
-		if knownDefect("renew-expired") && errors.Is(err, queen.ErrNotFound) {
-			want = queen.ErrNotFound
-		}
 	}
 	m.emitErr(want)
 	if !m.checkErr("renew.err", "renew of lease "+l.id, err, want) || want != nil {
@@ -1349,7 +1299,7 @@ func (m *seqModel) advance(d time.Duration) {
 						seen[l] = true
 						m.counters.expired++
 					}
-					l.expired = true
+					l.expired, l.expAt = true, now
 					c.lease, c.flights = nil, nil
 				}
 			}
@@ -1372,12 +1322,13 @@ func (m *seqModel) opMaintain() {
 		for _, p := range q.partList() {
 			if cfg.MaxWaitTime > 0 {
 				m.evict(p, now-cfg.MaxWaitTime.Microseconds())
+				m.retain(p, now-cfg.MaxWaitTime.Microseconds(), retainUnread)
 			}
 			if cfg.Retention > 0 {
-				m.retain(p, now-cfg.Retention.Microseconds(), false)
+				m.retain(p, now-cfg.Retention.Microseconds(), retainAll)
 			}
 			if cfg.CompletedRetention > 0 {
-				m.retain(p, now-cfg.CompletedRetention.Microseconds(), true)
+				m.retain(p, now-cfg.CompletedRetention.Microseconds(), retainCompleted)
 			}
 		}
 	}
@@ -1412,11 +1363,16 @@ func (m *seqModel) evict(p *smPart, cutoff int64) {
 	}
 }
 
-// retain deletes p's oldest messages created before cutoff; with
-// completedOnly, only those every group has passed.
-func (m *seqModel) retain(p *smPart, cutoff int64, completedOnly bool) {
+const (
+	retainAll       = iota // every old message
+	retainCompleted        // those every group has passed
+	retainUnread           // every old one, while no group reads the partition (MaxWaitTime)
+)
+
+// retain deletes p's oldest messages created before cutoff, of the kind given.
+func (m *seqModel) retain(p *smPart, cutoff int64, kind int) {
 	end := p.next()
-	if completedOnly {
+	if kind != retainAll {
 		n := 0
 		for _, g := range p.q.groups {
 			if c := g.cursors[p.name]; c != nil {
@@ -1424,7 +1380,7 @@ func (m *seqModel) retain(p *smPart, cutoff int64, completedOnly bool) {
 				n++
 			}
 		}
-		if n == 0 {
+		if (kind == retainCompleted && n == 0) || (kind == retainUnread && n > 0) {
 			return
 		}
 	}
@@ -1607,9 +1563,7 @@ func (m *seqModel) opSetSub(r *rand.Rand) {
 				continue
 			}
 			if c.consumed > 0 || m.leaseLive(c) {
-				if !c.stored {
-					c.setSub = true // its start point moved under it
-				}
+				c.stored = true // the broker keeps it where it is, durably
 				continue
 			}
 			c.offset, c.stored = p.firstAtOrAfter(g.from), true
@@ -1628,9 +1582,6 @@ func (m *seqModel) opDeleteGroup(r *rand.Rand) {
 		qn = ""
 	}
 	meta := r.IntN(2) == 0
-	if w := m.waiter; w != nil && groupOf(w.req.Group) == groupOf(group) && (qn == "" || qn == w.req.Queue) {
-		meta = false // a waiting pop would re-create it at a moment the model cannot pin
-	}
 	admin := r.IntN(3) == 0
 	if admin {
 		m.emit("_, err = b.Admin().DeleteConsumerGroup(ctx, %s, %s, %v)", gq(group), gq(qn), meta)
@@ -1649,6 +1600,9 @@ func (m *seqModel) opDeleteGroup(r *rand.Rand) {
 		return
 	}
 	removed := 0
+	if meta {
+		m.forgetEarly(groupOf(group), qn)
+	}
 	for _, q := range m.sortedQueues() {
 		if qn != "" && q.name != qn {
 			continue
@@ -1710,9 +1664,6 @@ func (m *seqModel) opDeleteMessage(r *rand.Rand) {
 	p, off := m.someMessage(r)
 	if p == nil {
 		return
-	}
-	if knownDefect("delete-hole") && m.waiter != nil && m.waiter.req.Queue == p.q.name {
-		return // a waiting pop at the hole would recurse forever
 	}
 	txid := p.msgs[off].txid
 	if r.IntN(15) == 0 {
@@ -1810,8 +1761,8 @@ func (m *seqModel) opConfigure(r *rand.Rand) {
 		cfg.RetryLimit, want = -1, queen.ErrInvalidArgument
 	}
 	if w := m.waiter; w != nil && w.req.Queue == qn && want == nil {
-		if q := m.queues[qn]; cfg.DelayedProcessing > 0 || (q != nil && knownDefect("reconfig-hold") &&
-			(cfg.WindowBuffer < q.cfg.WindowBuffer || cfg.DelayedProcessing < q.cfg.DelayedProcessing)) {
+		if q := m.queues[qn]; q != nil && knownDefect("reconfig-hold") &&
+			(cfg.WindowBuffer < q.cfg.WindowBuffer || cfg.DelayedProcessing < q.cfg.DelayedProcessing) {
 			m.opWaitCancel() // see opWaitStart
 		}
 	}
@@ -2046,25 +1997,23 @@ func (m *seqModel) opTxn(i int, r *rand.Rand) {
 			oversized = true
 		}
 	}
+	// Push items are checked first (an oversized one is ErrTooLarge, and
+	// nothing runs), then the pushes are decided (a refused one aborts the
+	// transaction at its index), then the acks.
 	var wantErr error
 	abortAt := -1
-	for j, it := range acks {
-		if _, _, err := m.resolve(it); err != nil {
-			abortAt, wantErr = j, queen.ErrTransactionAborted
-			break
-		}
-	}
-	if abortAt < 0 && oversized {
-		if knownDefect("txn-oversized") {
-			return
-		}
+	switch full := m.txnFull(pushes); {
+	case oversized:
 		wantErr = queen.ErrTooLarge
-	}
-	if abortAt < 0 && !oversized && m.txnFull(pushes) {
-		if knownDefect("txn-maxsize") {
-			return
+	case full >= 0:
+		abortAt, wantErr = len(acks)+full, queen.ErrQueueFull
+	default:
+		for j, it := range acks {
+			if _, _, err := m.resolve(it); err != nil {
+				abortAt, wantErr = j, queen.ErrTransactionAborted
+				break
+			}
 		}
-		wantErr = queen.ErrQueueFull
 	}
 	v := fmt.Sprintf("x%d", i)
 	var res *queen.TxResult
@@ -2123,9 +2072,8 @@ func (m *seqModel) opTxn(i int, r *rand.Rand) {
 	}
 	m.checkAcks("transaction ack", acks, pick, got, want)
 	for j, w := range want {
-		if w.err == nil && got[j].Success {
+		if w.counted && got[j].Success {
 			m.counters.acked[normAck(acks[j].Status)]++
-			m.counters.ackedUncounted[normAck(acks[j].Status)]++
 		}
 	}
 	pw := m.applyPushes(pushes)
@@ -2139,7 +2087,6 @@ func (m *seqModel) opTxn(i int, r *rand.Rand) {
 	}
 	n := m.checkPushes("transaction push", pushes, pres, pw)
 	m.counters.pushed += n
-	m.counters.pushedUncounted += n
 	if h != nil {
 		if len(rest) == 0 {
 			m.helds = slices.Delete(m.helds, hi, hi+1)
@@ -2150,35 +2097,34 @@ func (m *seqModel) opTxn(i int, r *rand.Rand) {
 	m.learnLetters()
 }
 
-// txnFull reports whether a transaction's pushes would pass a MaxSize.
-func (m *seqModel) txnFull(pushes []queen.PushItem) bool {
+// txnFull is the index of the first of a transaction's pushes a MaxSize
+// refuses, or -1. Room is counted per push not already stored (two
+// pushes of one new transactionId in one transaction take two).
+func (m *seqModel) txnFull(pushes []queen.PushItem) int {
 	room := map[string]int64{}
-	seen := map[string]bool{}
-	for _, it := range pushes {
+	for j, it := range pushes {
 		q := m.queues[it.Queue]
 		if q == nil || q.cfg.MaxSize == 0 {
 			continue
 		}
-		key := it.Queue + "\x00" + it.Partition + "\x00" + it.TransactionID
 		part := it.Partition
 		if part == "" {
 			part = queen.DefaultPartition
 		}
 		if p := q.parts[part]; p != nil {
-			if _, ok := p.txOffset(it.TransactionID); ok || seen[key] {
+			if _, ok := p.txOffset(it.TransactionID); ok {
 				continue
 			}
 		}
-		seen[key] = true
 		if _, ok := room[it.Queue]; !ok {
 			room[it.Queue] = int64(q.cfg.MaxSize) - m.used(q)
 		}
 		room[it.Queue]--
 		if room[it.Queue] < 0 {
-			return true
+			return j
 		}
 	}
-	return false
+	return -1
 }
 
 func (m *seqModel) opWaitStart(i int, r *rand.Rand) {
@@ -2195,13 +2141,8 @@ func (m *seqModel) opWaitStart(i int, r *rand.Rand) {
 	if req.Group != "" && r.IntN(2) == 0 {
 		req.SubscriptionMode = queen.SubscriptionModeAll
 	}
-	if !m.waitOK(req.Queue) {
-		return
-	}
-	if q := m.queues[req.Queue]; q != nil && (q.cfg.DelayedProcessing > 0 || (q.reconfigured && knownDefect("reconfig-hold"))) {
-		// The broker finds a delayed head by claiming it, on the waiting
-		// pop's goroutine, while the next step runs: not deterministic.
-		return
+	if q := m.queues[req.Queue]; q != nil && q.reconfigured && knownDefect("reconfig-hold") {
+		return // it would be woken at the old time, after the model's
 	}
 	if q := m.queues[req.Queue]; q != nil {
 		if g := q.groups[groupOf(req.Group)]; g != nil && g.conflation {
@@ -2210,7 +2151,7 @@ func (m *seqModel) opWaitStart(i int, r *rand.Rand) {
 	}
 	v := strconv.Itoa(i)
 	ctx, cancel := context.WithCancel(mctx)
-	w := &smWaiter{v: v, req: req, ch: make(chan popAnswer, 1), cancel: cancel, started: m.now()}
+	w := &smWaiter{v: v, req: req, ch: make(chan popAnswer, 1), cancel: cancel}
 	m.emit("wctx%s, cancel%s := context.WithCancel(ctx)", v, v)
 	m.emit("_ = cancel%s", v)
 	m.emit("w%s := make(chan popRes, 1)", v)
@@ -2250,51 +2191,58 @@ func msgCount(r *queen.PopResult) int {
 	return len(r.Messages)
 }
 
-// syncWaiter brings the waiting pop in step with the model: it waits for
-// the pop to join its group when its queue exists, and for its answer when
-// the model says it has something to deliver.
+// syncWaiter brings the waiting pop in step with the model: it waits until
+// the pop has parked again or returned (queentest.Waiting), so whatever it
+// did after the last step (join its group, note that its queue is missing,
+// take messages) is done; then it checks the answer, or that a parked pop
+// has nothing the model could give it.
 func (m *seqModel) syncWaiter() {
 	w := m.waiter
 	if w == nil || m.fail != nil {
 		return
 	}
-	q := m.queues[w.req.Queue]
-	if q == nil {
+	var ans *popAnswer
+	deadline := time.Now().Add(5 * time.Second)
+	for ans == nil && queentest.Waiting(m.b) < 1 {
 		select {
 		case a := <-w.ch:
-			m.waiter = nil
-			m.failf("wait.early", "waiting pop on missing queue %s returned %v with %d messages", w.req.Queue, a.err, msgCount(a.res))
+			ans = &a
+			continue
 		default:
 		}
+		if time.Now().After(deadline) {
+			m.failf("wait.stuck", "waiting pop %s neither parked nor returned within 5s", gpop(w.req))
+			return
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	if ans == nil {
+		select {
+		case a := <-w.ch:
+			ans = &a
+		default:
+		}
+	}
+	q := m.queues[w.req.Queue]
+	gname := groupOf(w.req.Group)
+	if q == nil {
+		if ans != nil {
+			m.waiter = nil
+			m.failf("wait.early", "waiting pop on missing queue %s returned %v with %d messages", w.req.Queue, ans.err, msgCount(ans.res))
+			return
+		}
+		m.noteEarly(w.req.Queue, gname) // it looked and found no queue
+		m.emit("queentest.AwaitWaiting(t, b, 1)")
 		return
 	}
-	g := q.groups[groupOf(w.req.Group)]
+	g := q.groups[gname]
 	if g == nil {
-		gname := groupOf(w.req.Group)
-		m.emit("require.Eventually(t, func() bool { return hasGroup(%s, %s) }, 5*time.Second, time.Millisecond)", gq(q.name), gq(gname))
-		deadline := time.Now().Add(5 * time.Second)
-		for !m.engineHasGroup(q.name, gname) {
-			if time.Now().After(deadline) {
-				m.failf("wait.join", "waiting pop for %s did not join %s within 5s", gname, q.name)
-				return
-			}
-			time.Sleep(time.Millisecond)
-		}
-		g = m.newGroup(w.req)
-		if w.newGen {
-			// The pop began before this queue existed: every message of it
-			// came after the group's first pop.
-			g.waitJoined = true
-			mode := g.mode
-			g.mode = queen.SubscriptionModeAll
-			m.addGroup(q, g)
-			g.mode = mode
-		} else {
-			m.addGroup(q, g)
-		}
-		m.checkJoin(q, g, w.newGen)
+		// It ran since its queue appeared (or its group went): it joined.
+		g = m.newGroup(q, w.req, w.seenGen != 0 && w.seenGen != q.gen)
+		m.addGroup(q, g)
 		m.counts["+wait.joined"]++
 	}
+	w.seenGen = q.gen
 	ready := false
 	for _, p := range q.partList() {
 		if w.req.Partition != "" && p.name != w.req.Partition {
@@ -2304,64 +2252,57 @@ func (m *seqModel) syncWaiter() {
 			ready = true
 		}
 	}
-	if !ready {
+	if ready && !m.maint && ans == nil {
+		select {
+		case a := <-w.ch:
+			ans = &a
+		case <-time.After(2 * time.Second):
+			m.emit("wr%s := recv(w%s)", w.v, w.v)
+			m.failf("wait.hang", "waiting pop %s stays parked although the model has messages for it", gpop(w.req))
+			return
+		}
+	}
+	if ans == nil {
+		m.emit("queentest.AwaitWaiting(t, b, 1)")
 		return
 	}
 	m.waiter = nil
 	m.emit("wr%s := recv(w%s)", w.v, w.v)
 	m.emit("require.NoError(t, wr%s.err)", w.v)
-	select {
-	case a := <-w.ch:
-		if a.err != nil {
-			m.failf("wait.err", "waiting pop: %v", a.err)
-			return
-		}
-		v := "wr" + w.v + ".r"
-		if h := m.popCheck("waiting pop "+gpop(w.req), q, g, w.req, a.res, true, func(k int) string { return fmt.Sprintf("%s.Messages[%d]", v, k) }, v+".LeaseID"); h != nil {
-			m.helds = append(m.helds, h)
-		}
-		m.counters.popped += int64(msgCount(a.res))
-		m.counts["+wait.delivered"]++
-	case <-time.After(5 * time.Second):
-		m.waiter = w
-		m.failf("wait.hang", "waiting pop %s not woken although the model has messages for it", gpop(w.req))
-	}
-}
-
-func (m *seqModel) engineHasGroup(queue, group string) bool {
-	gs, err := m.b.ListGroups(mctx, group)
-	if err != nil {
-		return false
-	}
-	for _, g := range gs {
-		if g.Queue == queue {
-			return true
-		}
-	}
-	return false
-}
-
-// checkJoin compares the cursors a waiting pop's join made with the model.
-func (m *seqModel) checkJoin(q *smQueue, g *smGroup, newGen bool) {
-	qs, err := m.b.QueueStats(mctx, q.name)
-	if err != nil {
-		m.failf("wait.join", "QueueStats: %v", err)
+	if ans.err != nil {
+		m.failf("wait.err", "waiting pop: %v", ans.err)
 		return
 	}
-	for _, ps := range qs.Partitions {
-		p := q.parts[ps.Name]
-		c := g.cursors[ps.Name]
-		for _, cs := range ps.Cursors {
-			if cs.Group != g.name || p == nil || c == nil {
-				continue
-			}
-			if p.norm(cs.Offset) != p.norm(c.offset) {
-				if newGen && knownDefect("early-group") {
-					c.offset = cs.Offset
-					continue
-				}
-				m.failf("wait.joinOffset", "group %s joined by a waiting pop starts %s/%s at %d, model says %d", g.name, q.name, ps.Name, cs.Offset, c.offset)
-			}
+	v := "wr" + w.v + ".r"
+	if h := m.popCheck("waiting pop "+gpop(w.req), q, g, w.req, ans.res, true, func(k int) string { return fmt.Sprintf("%s.Messages[%d]", v, k) }, v+".LeaseID"); h != nil {
+		m.helds = append(m.helds, h)
+	}
+	if len(ans.res.Messages) == 0 {
+		m.failf("wait.empty", "waiting pop %s returned nothing before its timeout", gpop(w.req))
+	}
+	m.counters.popped += int64(msgCount(ans.res))
+	m.counts["+wait.delivered"]++
+}
+
+// noteEarly records that a named group popped a queue that did not exist:
+// the broker remembers it (in memory) and starts the group, when it joins
+// the queue, at the queue's first messages.
+func (m *seqModel) noteEarly(queue, group string) {
+	if group == queen.QueueModeGroup {
+		return
+	}
+	k := queue + "\x00" + group
+	if _, ok := m.early[k]; !ok {
+		m.early[k] = m.now()
+	}
+}
+
+// forgetEarly drops the notes of group (on queue, or every queue when "").
+func (m *seqModel) forgetEarly(group, queue string) {
+	for k := range m.early {
+		q, g, _ := strings.Cut(k, "\x00")
+		if g == group && (queue == "" || q == queue) {
+			delete(m.early, k)
 		}
 	}
 }

@@ -49,26 +49,13 @@ var (
 // generator away from a path that would crash the test binary). Delete an
 // entry once its fix is merged; -model.strict ignores them all.
 var knownDefects = map[string]string{
-	"delete-hole":        "DeleteMessage leaves a hole claims never step over: a waiting pop recurses, a group is stuck behind a deleted message",
-	"early-group":        "a named group whose first pop waits before its queue exists misses the messages of the push that creates it",
-	"txn-oversized":      "a transaction with an oversized payload stops the broker",
-	"txn-maxsize":        "a transaction whose push is refused (MaxSize) acks the input and writes nothing",
-	"letter-count":       "dead-letter count goes negative with concurrent or duplicate DeleteDeadLetter",
-	"autoack-attempts":   "an AutoAck pop resets the delivery attempts of the rest of a batch delivered before",
-	"setsub-leased":      "SetGroupSubscription on a leased partition: live and reopened cursors disagree",
-	"race-deletegroup":   "data race: Pop vs DeleteGroup(..., false)",
-	"maxsize-consumed":   "MaxSize counts messages already consumed",
-	"lag-holes":          "Lag and Pending count deleted messages",
-	"close-race":         "calls racing Close panic with Badger's DB Closed; Push racing Close returns a non-ErrClosed error",
-	"renew-expired":      "RenewLease on an expired lease returns ErrNotFound instead of ErrLeaseExpired",
-	"counters-mixed":     "NEW: an ack batch that dead-letters and parks messages of one partition counts them all as its first entry's kind in Counters",
-	"counters-txn":       "NEW: Counters.Pushed/Acked leave out transaction pushes and acks, Counters.Popped leaves out discovery pops",
-	"retention-traces":   "NEW: retention leaves the traces of the messages it deletes (a re-pushed transactionId inherits them)",
-	"deletequeue-push":   "NEW: a push racing DeleteQueue re-creates the queue in memory, but the deletion's write, committed after it, removes the new queue's metadata: after a restart the queue and its messages are gone",
-	"race-configure":     "NEW: data race: ConfigureQueue writes the queue's config while a pop's deliver reads DelayedProcessing without the lock",
-	"reconfig-hold":      "NEW: ConfigureQueue shortening WindowBuffer or DelayedProcessing keeps partitions held until the old time",
-	"reopen-lastpush":    "NEW: after a restart a partition's LastPushAt (and window buffer) comes from its newest stored message",
-	"reopen-lazycursors": "NEW: after a restart every group has a cursor in every partition; live, partitions created after a group joined have none until a message arrives",
+	"counters-discovery": "Counters.Popped leaves out the messages of discovery pops (PopRequest without Queue)",
+	"retention-traces":   "retention leaves the traces of the messages it deletes (a re-pushed transactionId inherits them)",
+	"reconfig-hold":      "ConfigureQueue shortening WindowBuffer or DelayedProcessing keeps partitions held until the old time",
+	"reopen-lastpush":    "after a restart a partition's LastPushAt (and window buffer) comes from its newest stored message",
+	"reopen-lazycursors": "after a restart every group has a cursor in every partition; live, partitions created after a group joined have none until a message arrives",
+	"deletequeue-push":   "a push racing DeleteQueue re-creates the queue in memory, but the deletion's write, committed after it, removes the new queue's metadata: after a restart the queue and its messages are gone",
+	"race-configure":     "data race: ConfigureQueue writes the queue's config while a pop's deliver reads DelayedProcessing without the lock",
 }
 
 // knownDefect reports whether the check named name is gated: its entry
@@ -178,13 +165,14 @@ const (
 	skTraceRead
 	skMisc
 	skInvalid
+	skMaintenance
 	skCount
 )
 
 var seqKindNames = [...]string{"push", "pushBuilder", "pushLarge", "pop", "popBuilder", "discover", "ack", "ackOne", "abandon", "renew",
 	"renewMsg", "advance", "maintain", "seekGroup", "seekPartition", "setSubscription", "deleteGroup", "deleteMessage", "deleteQueue",
 	"configure", "replay", "deleteLetter", "txn", "waitStart", "waitCancel", "reopen", "verify", "fetch", "getMessage", "listMessages",
-	"trace", "traceRead", "misc", "invalid"}
+	"trace", "traceRead", "misc", "invalid", "maintenanceMode"}
 
 func (k seqKind) String() string { return seqKindNames[k] }
 
@@ -194,7 +182,7 @@ var seqWeights = [skCount]int{
 	skAbandon: 8, skRenew: 18, skRenewMsg: 8, skAdvance: 55, skMaintain: 25, skSeekGroup: 12, skSeekPartition: 12, skSetSub: 10,
 	skDeleteGroup: 10, skDeleteMessage: 22, skDeleteQueue: 4, skConfigure: 14, skReplay: 14, skDeleteLetter: 14, skTxn: 40,
 	skWaitStart: 8, skWaitCancel: 3, skReopen: 5, skVerify: 12, skFetch: 10, skGetMessage: 10, skListMessages: 6, skTrace: 12,
-	skTraceRead: 6, skMisc: 6, skInvalid: 12,
+	skTraceRead: 6, skMisc: 6, skInvalid: 12, skMaintenance: 4,
 }
 
 // seqOp is one generated operation. Its parameters are drawn from seed
@@ -493,6 +481,8 @@ type seqModel struct {
 	leases   map[string]*smLease
 	helds    []*smHeld
 	waiter   *smWaiter
+	early    map[string]int64 // queue\x00group → first pop of a named group before its queue existed
+	maint    bool             // maintenance mode
 	nextTx   int
 	nextVar  int
 	counters smCounters
@@ -521,8 +511,7 @@ type smWaiter struct {
 	req     queen.PopRequest
 	ch      chan popAnswer
 	cancel  context.CancelFunc
-	newGen  bool // its queue was created after it started
-	started int64
+	seenGen int // the generation of its queue it last saw
 }
 
 type popAnswer struct {
@@ -534,20 +523,17 @@ type popAnswer struct {
 type smCounters struct {
 	pushed, popped, renewed, expired, dead, parked int64
 	acked                                          map[queen.AckStatus]int64
-	// What the broker leaves out (counters-txn): transaction pushes and
-	// acks, discovery pops.
-	pushedUncounted, poppedUncounted int64
-	ackedUncounted                   map[queen.AckStatus]int64
+	// What the broker leaves out (counters-discovery): discovery pops.
+	poppedUncounted int64
 }
 
 func newSeqModel(seed uint64, disk, record bool) *seqModel {
 	m := &seqModel{
 		seed: seed, disk: disk, clock: queentest.NewClock(),
-		queues: map[string]*smQueue{}, gens: map[string]int{}, pids: map[string]*smPart{}, leases: map[string]*smLease{},
+		queues: map[string]*smQueue{}, gens: map[string]int{}, early: map[string]int64{}, pids: map[string]*smPart{}, leases: map[string]*smLease{},
 		counts: map[string]int{},
 	}
 	m.counters.acked = map[queen.AckStatus]int64{}
-	m.counters.ackedUncounted = map[queen.AckStatus]int64{}
 	if record {
 		m.code = &strings.Builder{}
 	}
@@ -666,5 +652,7 @@ func (m *seqModel) exec(i int, o seqOp) {
 		m.opMisc(r)
 	case skInvalid:
 		m.opInvalid(r)
+	case skMaintenance:
+		m.opMaintenance(r)
 	}
 }

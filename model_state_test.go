@@ -68,16 +68,6 @@ func (p *smPart) liveIn(from, to int64) int64 {
 	return n
 }
 
-// holesFrom reports whether a message at or after off was deleted one by one.
-func (p *smPart) holesFrom(off int64) bool {
-	for o := max(off, p.first); o < p.next(); o++ {
-		if p.msgs[o].deleted {
-			return true
-		}
-	}
-	return false
-}
-
 // txOffset is the stored message holding txid (the dedup index).
 func (p *smPart) txOffset(txid string) (int64, bool) {
 	for o := p.first; o < p.next(); o++ {
@@ -110,6 +100,7 @@ type smQueue struct {
 	parts        map[string]*smPart
 	order        []string // partitions in creation order
 	groups       map[string]*smGroup
+	created      int64 // µs
 	dead         bool
 	reconfigured bool // WindowBuffer or DelayedProcessing was shortened (reconfig-hold)
 }
@@ -146,7 +137,7 @@ type smGroup struct {
 	from       int64
 	joined     int64
 	conflation bool
-	waitJoined bool                 // joined by a waiting pop that began before its queue existed
+	early      bool                 // its first pop came before the queue existed: mode new starts at the first messages
 	cursors    map[string]*smCursor // by partition name; a cursor exists once the broker made one
 }
 
@@ -175,7 +166,6 @@ type smCursor struct {
 	flights   []smFlight
 	end       int64
 	stored    bool // the broker has a durable record of it
-	setSub    bool // moved by nothing but its start point, after SetGroupSubscription skipped it
 }
 
 type smLease struct {
@@ -184,7 +174,8 @@ type smLease struct {
 	shares   int // cursors still held
 	released bool
 	expired  bool
-	lost     bool // the broker restarted, or the queue went
+	expAt    int64 // when the broker saw it expire, µs (it remembers that for an hour)
+	lost     bool  // the broker restarted, or the queue went
 }
 
 type smLetter struct {
@@ -242,11 +233,12 @@ func (m *seqModel) held(p *smPart, c *smCursor) bool {
 func (m *seqModel) head(g *smGroup, p *smPart, c *smCursor) int64 {
 	eo := max(c.offset, p.first)
 	if g.conflation {
-		o := p.next() - 1
-		if o < eo || !p.live(o) {
-			return -1
+		for o := p.next() - 1; o >= eo; o-- {
+			if p.live(o) {
+				return o // the newest stored message
+			}
 		}
-		return o
+		return -1
 	}
 	o := p.firstLive(eo)
 	if o >= p.next() {
@@ -363,7 +355,9 @@ func (m *seqModel) addGroup(q *smQueue, g *smGroup) {
 		c := &smCursor{offset: p.first, att: map[int64]int{}}
 		switch g.mode {
 		case queen.SubscriptionModeNew:
-			c.offset = p.next()
+			if !g.early {
+				c.offset = p.next()
+			}
 		case "timestamp":
 			c.offset = p.firstAtOrAfter(g.from)
 		}
@@ -373,9 +367,20 @@ func (m *seqModel) addGroup(q *smQueue, g *smGroup) {
 	q.groups[g.name] = g
 }
 
-// newGroup is the group a pop creates with req.
-func (m *seqModel) newGroup(req queen.PopRequest) *smGroup {
+// newGroup is the group a pop of q creates with req. A named group that
+// popped q before q existed (or that waited while q was deleted and
+// created again: recreated) is early: it joined when q was created.
+func (m *seqModel) newGroup(q *smQueue, req queen.PopRequest, recreated bool) *smGroup {
 	g := &smGroup{name: groupOf(req.Group), joined: m.now(), conflation: req.Conflation}
+	if g.name != queen.QueueModeGroup {
+		k := q.name + "\x00" + g.name
+		if at, ok := m.early[k]; ok {
+			delete(m.early, k)
+			g.early, g.joined = true, min(at, q.created)
+		} else if recreated {
+			g.early, g.joined = true, min(m.now(), q.created)
+		}
+	}
 	switch {
 	case req.Group == "" || req.Group == queen.QueueModeGroup:
 		g.mode = queen.SubscriptionModeAll
@@ -416,6 +421,7 @@ func (m *seqModel) deliver(c *smCursor, offs []int64) []int {
 // settledNow counts what a settle moved a cursor through, for Consumed.
 type ackWantSeq struct {
 	success, dl, pk, released bool
+	counted                   bool // settled or gave back a message: Counters.Acked counts it
 	err                       error
 }
 
