@@ -55,7 +55,7 @@ var knownDefects = map[string]string{
 	"reopen-lastpush":    "after a restart a partition's LastPushAt (and window buffer) comes from its newest stored message",
 	"reopen-lazycursors": "after a restart every group has a cursor in every partition; live, partitions created after a group joined have none until a message arrives",
 	"deletequeue-push":   "a push racing DeleteQueue re-creates the queue in memory, but the deletion's write, committed after it, removes the new queue's metadata: after a restart the queue and its messages are gone",
-	"race-configure":     "data race: ConfigureQueue writes the queue's config while a pop's deliver reads DelayedProcessing without the lock",
+	"partwait-wake":      "a pop waiting on one partition is not woken when the partition's window buffer (or retry delay) opens, if a push closed the window again while its cursor sat on the ready list: check returns early for a cursor still marked ready",
 }
 
 // knownDefect reports whether the check named name is gated: its entry
