@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 )
 
 // TestModel_ConcurrentChaos runs -model.workers goroutines drawing from
@@ -87,7 +88,7 @@ type chaosLetterRef struct {
 }
 
 func newChaos(t *testing.T, seed uint64, disk bool) *chaos {
-	c := &chaos{t: t, seed: seed, disk: disk, clock: queentest.NewClock(), counts: map[string]int{}, epoch: map[string]int{},
+	c := &chaos{t: t, seed: seed, disk: disk, clock: itest.NewClock(), counts: map[string]int{}, epoch: map[string]int{},
 		settled: map[string]int{}, settledAt: map[string]int{}, attempts: map[string]map[int]bool{}, letters: map[string]chaosLetterRef{}}
 	c.opts = &queen.Options{Clock: c.clock, MaintenanceInterval: time.Hour, EncryptionKey: modelKey}
 	if disk {
@@ -192,16 +193,9 @@ func (c *chaos) run(workers, steps int) {
 					continue
 				}
 				busy[w].Store(time.Now().UnixMicro())
-				if r.IntN(100) == 0 && knownDefect("deletequeue-push") {
-					// A queue delete racing pushes is a known defect: run it alone.
-					c.world.Lock()
-					c.deleteQueue(chaosQueues[r.IntN(2)])
-					c.world.Unlock()
-				} else {
-					c.world.RLock()
-					helds = c.step(r, w, helds)
-					c.world.RUnlock()
-				}
+				c.world.RLock()
+				helds = c.step(r, w, helds)
+				c.world.RUnlock()
 				busy[w].Store(0)
 			}
 		}()
@@ -395,7 +389,7 @@ func (c *chaos) step(r *rand.Rand, w int, helds []*chaosHeld) []*chaosHeld {
 				}
 			}
 		}
-	case x < 87 && !knownDefect("deletequeue-push"):
+	case x < 87:
 		c.deleteQueue(qn)
 	case x < 89:
 		c.configure(r, qn)

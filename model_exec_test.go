@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
 )
 
 // The executor of the sequential model test: one function per operation,
@@ -54,7 +54,13 @@ func gdur(d time.Duration) string {
 	return fmt.Sprintf("time.Duration(%d)", int64(d))
 }
 
-func gtime(us int64) string { return fmt.Sprintf("time.UnixMicro(%d)", us) }
+// gtime is an instant as the reproducer writes it: relative to the clock's start.
+func (m *seqModel) gtime(us int64) string {
+	return fmt.Sprintf("start.Add(%d * time.Microsecond)", us-m.start)
+}
+
+// gstamp is an instant as an RFC 3339 string in the reproducer.
+func (m *seqModel) gstamp(us int64) string { return m.gtime(us) + ".UTC().Format(time.RFC3339Nano)" }
 
 func gpayload(p json.RawMessage) string {
 	if len(p) > 200 {
@@ -90,7 +96,7 @@ func gpushes(items []queen.PushItem) string {
 	return "[]queen.PushItem{" + strings.Join(s, ", ") + "}"
 }
 
-func gpop(req queen.PopRequest) string {
+func (m *seqModel) gpop(req queen.PopRequest) string {
 	var f []string
 	add := func(cond bool, s string) {
 		if cond {
@@ -109,7 +115,7 @@ func gpop(req queen.PopRequest) string {
 	add(req.Lease != 0, "Lease: "+gdur(req.Lease))
 	add(req.AutoAck, "AutoAck: true")
 	add(req.SubscriptionMode != "", "SubscriptionMode: "+gq(string(req.SubscriptionMode)))
-	add(!req.SubscriptionFrom.IsZero(), "SubscriptionFrom: "+gtime(req.SubscriptionFrom.UnixMicro()))
+	add(!req.SubscriptionFrom.IsZero(), "SubscriptionFrom: "+m.gtime(req.SubscriptionFrom.UnixMicro()))
 	add(req.Conflation, "Conflation: true")
 	add(req.Autopilot, "Autopilot: true")
 	return "queen.PopRequest{" + strings.Join(f, ", ") + "}"
@@ -538,7 +544,7 @@ func (m *seqModel) builderPop(req queen.PopRequest) ([]*queen.Message, error, st
 	}
 	if !req.SubscriptionFrom.IsZero() {
 		s := req.SubscriptionFrom.UTC().Format(time.RFC3339Nano)
-		qb, code = qb.SubscriptionFrom(s), code+fmt.Sprintf(".SubscriptionFrom(%s)", gq(s))
+		qb, code = qb.SubscriptionFrom(s), code+fmt.Sprintf(".SubscriptionFrom(%s)", m.gstamp(req.SubscriptionFrom.UnixMicro()))
 	}
 	msgs, err := qb.Pop(mctx)
 	return msgs, err, code + ".Pop(ctx)"
@@ -591,12 +597,12 @@ func (m *seqModel) doPop(i int, req queen.PopRequest, builder bool) {
 			}
 		}
 	} else {
-		m.emit("%s, err := b.Pop(ctx, %s)", v, gpop(req))
+		m.emit("%s, err := b.Pop(ctx, %s)", v, m.gpop(req))
 		m.emitErr(wantErr)
 		m.emit("_ = %s", v)
 		res, err = m.b.Pop(mctx, req)
 	}
-	if !m.checkErr("pop.err", "pop "+gpop(req), err, wantErr) || wantErr != nil {
+	if !m.checkErr("pop.err", "pop "+m.gpop(req), err, wantErr) || wantErr != nil {
 		return
 	}
 	q := m.queues[req.Queue]
@@ -614,7 +620,7 @@ func (m *seqModel) doPop(i int, req queen.PopRequest, builder bool) {
 		exprs = func(k int) string { return fmt.Sprintf("%s[%d]", v, k) }
 		lexpr = v + "[0].LeaseID"
 	}
-	if h := m.popCheck("pop "+gpop(req), q, g, req, res, !builder, exprs, lexpr); h != nil {
+	if h := m.popCheck("pop "+m.gpop(req), q, g, req, res, !builder, exprs, lexpr); h != nil {
 		m.helds = append(m.helds, h)
 	}
 	m.counters.popped += int64(len(res.Messages))
@@ -818,9 +824,6 @@ func (m *seqModel) checkEmpty(where string, q *smQueue, g *smGroup, req queen.Po
 		if hd := m.head(g, p, c); hd >= 0 && !m.held(p, c) && !m.visible(p, hd) {
 			excuse = true // the broker learns a delayed head by claiming it
 		}
-		if knownDefect("reconfig-hold") && p.q.reconfigured {
-			excuse = true
-		}
 	}
 	if len(ready) > 0 && !excuse && !m.maint {
 		m.failAt("pop.empty", []string{"require.Fail(t, \"the pop above gave nothing\") // the model has messages for it"}, "%s: nothing delivered, model says %s/%v deliverable to %s", where, q.name, ready, g.name)
@@ -833,7 +836,7 @@ func (m *seqModel) opDiscover(i int, r *rand.Rand) {
 		req.Task = "t0"
 	}
 	v := fmt.Sprintf("p%d", i)
-	m.emit("%s, err := b.Pop(ctx, %s)", v, gpop(req))
+	m.emit("%s, err := b.Pop(ctx, %s)", v, m.gpop(req))
 	m.emitErr(nil)
 	m.emit("_ = %s", v)
 	res, err := m.b.Pop(mctx, req)
@@ -857,7 +860,6 @@ func (m *seqModel) opDiscover(i int, r *rand.Rand) {
 				m.helds = append(m.helds, h)
 			}
 			m.counters.popped += int64(len(res.Messages))
-			m.counters.poppedUncounted += int64(len(res.Messages))
 			return
 		}
 		m.checkEmpty(fmt.Sprintf("discovery pop (answered from %q) passing %s", res.Queue, q.name), q, g, r2)
@@ -1401,9 +1403,7 @@ func (m *seqModel) retain(p *smPart, cutoff int64, kind int) {
 	for o := p.first; o <= last; o++ {
 		m.counts["+retained"]++
 		p.msgs[o].gone = true
-		if !knownDefect("retention-traces") {
-			p.msgs[o].traces = nil
-		}
+		p.msgs[o].traces = nil
 	}
 	p.first = last + 1
 }
@@ -1425,7 +1425,7 @@ func (m *seqModel) opSeek(i int, r *rand.Rand, onePart bool) {
 	case 1, 2:
 		opts.ToEnd = false
 		opts.Timestamp = m.pastTime(r)
-		code = "queen.SeekOptions{Timestamp: " + gtime(opts.Timestamp.UnixMicro()) + "}"
+		code = "queen.SeekOptions{Timestamp: " + m.gtime(opts.Timestamp.UnixMicro()) + "}"
 	}
 	admin := r.IntN(4) == 0
 	var aopts queen.SeekConsumerGroupOptions
@@ -1437,7 +1437,11 @@ func (m *seqModel) opSeek(i int, r *rand.Rand, onePart bool) {
 		if r.IntN(10) == 0 {
 			aopts.Timestamp, aopts.ToEnd = "yesterday", false
 		}
-		code = fmt.Sprintf("queen.SeekConsumerGroupOptions{Timestamp: %s, ToEnd: %v}", gq(aopts.Timestamp), aopts.ToEnd)
+		ts := gq(aopts.Timestamp)
+		if aopts.Timestamp != "" && aopts.Timestamp != "yesterday" {
+			ts = m.gstamp(opts.Timestamp.UnixMicro())
+		}
+		code = fmt.Sprintf("queen.SeekConsumerGroupOptions{Timestamp: %s, ToEnd: %v}", ts, aopts.ToEnd)
 	}
 	part := ""
 	if onePart {
@@ -1530,7 +1534,7 @@ func (m *seqModel) opSetSub(r *rand.Rand) {
 		from, want = time.Time{}, queen.ErrInvalidArgument
 	}
 	admin := r.IntN(3) == 0
-	fcode := gtime(from.UnixMicro())
+	fcode := m.gtime(from.UnixMicro())
 	if from.IsZero() {
 		fcode = "time.Time{}"
 	}
@@ -1763,12 +1767,6 @@ func (m *seqModel) opConfigure(r *rand.Rand) {
 	if r.IntN(15) == 0 {
 		cfg.RetryLimit, want = -1, queen.ErrInvalidArgument
 	}
-	if w := m.waiter; w != nil && w.req.Queue == qn && want == nil {
-		if q := m.queues[qn]; q != nil && knownDefect("reconfig-hold") &&
-			(cfg.WindowBuffer < q.cfg.WindowBuffer || cfg.DelayedProcessing < q.cfg.DelayedProcessing) {
-			m.opWaitCancel() // see opWaitStart
-		}
-	}
 	admin := r.IntN(3) == 0
 	call := "ConfigureQueue"
 	if admin {
@@ -1792,8 +1790,6 @@ func (m *seqModel) opConfigure(r *rand.Rand) {
 	q := m.queues[qn]
 	if q == nil {
 		q = m.createQueue(qn, cfg)
-	} else if cfg.WindowBuffer < q.cfg.WindowBuffer || cfg.DelayedProcessing < q.cfg.DelayedProcessing {
-		q.reconfigured = true
 	}
 	q.cfg = cfg
 	p := m.partFor(q, queen.DefaultPartition)
@@ -2144,9 +2140,6 @@ func (m *seqModel) opWaitStart(i int, r *rand.Rand) {
 	if req.Group != "" && r.IntN(2) == 0 {
 		req.SubscriptionMode = queen.SubscriptionModeAll
 	}
-	if q := m.queues[req.Queue]; q != nil && q.reconfigured && knownDefect("reconfig-hold") {
-		return // it would be woken at the old time, after the model's
-	}
 	if q := m.queues[req.Queue]; q != nil {
 		if g := q.groups[groupOf(req.Group)]; g != nil && g.conflation {
 			return
@@ -2158,7 +2151,7 @@ func (m *seqModel) opWaitStart(i int, r *rand.Rand) {
 	m.emit("wctx%s, cancel%s := context.WithCancel(ctx)", v, v)
 	m.emit("_ = cancel%s", v)
 	m.emit("w%s := make(chan popRes, 1)", v)
-	m.emit("go func() { r, err := b.Pop(wctx%s, %s); w%s <- popRes{r, err} }()", v, gpop(req), v)
+	m.emit("go func() { r, err := b.Pop(wctx%s, %s); w%s <- popRes{r, err} }()", v, m.gpop(req), v)
 	b := m.b
 	go func() {
 		res, err := b.Pop(ctx, req)
@@ -2195,7 +2188,7 @@ func msgCount(r *queen.PopResult) int {
 }
 
 // syncWaiter brings the waiting pop in step with the model: it waits until
-// the pop has parked again or returned (queentest.Waiting), so whatever it
+// the pop has parked again or returned (itest.Waiting), so whatever it
 // did after the last step (join its group, note that its queue is missing,
 // take messages) is done; then it checks the answer, or that a parked pop
 // has nothing the model could give it.
@@ -2206,7 +2199,7 @@ func (m *seqModel) syncWaiter() {
 	}
 	var ans *popAnswer
 	deadline := time.Now().Add(5 * time.Second)
-	for ans == nil && queentest.Waiting(m.b) < 1 {
+	for ans == nil && itest.Waiting(m.b) < 1 {
 		select {
 		case a := <-w.ch:
 			ans = &a
@@ -2214,7 +2207,7 @@ func (m *seqModel) syncWaiter() {
 		default:
 		}
 		if time.Now().After(deadline) {
-			m.failf("wait.stuck", "waiting pop %s neither parked nor returned within 5s", gpop(w.req))
+			m.failf("wait.stuck", "waiting pop %s neither parked nor returned within 5s", m.gpop(w.req))
 			return
 		}
 		time.Sleep(50 * time.Microsecond)
@@ -2235,7 +2228,7 @@ func (m *seqModel) syncWaiter() {
 			return
 		}
 		m.noteEarly(w.req.Queue, gname) // it looked and found no queue
-		m.emit("queentest.AwaitWaiting(t, b, 1)")
+		m.emit("itest.AwaitWaiting(t, b, 1)")
 		return
 	}
 	g := q.groups[gname]
@@ -2269,12 +2262,12 @@ func (m *seqModel) syncWaiter() {
 			ans = &a
 		case <-time.After(2 * time.Second):
 			m.emit("wr%s := recv(w%s)", w.v, w.v)
-			m.failf("wait.hang", "waiting pop %s stays parked although the model has messages for it", gpop(w.req))
+			m.failf("wait.hang", "waiting pop %s stays parked although the model has messages for it", m.gpop(w.req))
 			return
 		}
 	}
 	if ans == nil {
-		m.emit("queentest.AwaitWaiting(t, b, 1)")
+		m.emit("itest.AwaitWaiting(t, b, 1)")
 		return
 	}
 	m.waiter = nil
@@ -2285,11 +2278,11 @@ func (m *seqModel) syncWaiter() {
 		return
 	}
 	v := "wr" + w.v + ".r"
-	if h := m.popCheck("waiting pop "+gpop(w.req), q, g, w.req, ans.res, true, func(k int) string { return fmt.Sprintf("%s.Messages[%d]", v, k) }, v+".LeaseID"); h != nil {
+	if h := m.popCheck("waiting pop "+m.gpop(w.req), q, g, w.req, ans.res, true, func(k int) string { return fmt.Sprintf("%s.Messages[%d]", v, k) }, v+".LeaseID"); h != nil {
 		m.helds = append(m.helds, h)
 	}
 	if len(ans.res.Messages) == 0 {
-		m.failf("wait.empty", "waiting pop %s returned nothing before its timeout", gpop(w.req))
+		m.failf("wait.empty", "waiting pop %s returned nothing before its timeout", m.gpop(w.req))
 	}
 	m.counters.popped += int64(msgCount(ans.res))
 	m.counts["+wait.delivered"]++

@@ -13,7 +13,8 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 )
 
 // The sequential model test: a seeded generator draws a list of
@@ -49,12 +50,8 @@ var (
 // generator away from a path that would crash the test binary). Delete an
 // entry once its fix is merged; -model.strict ignores them all.
 var knownDefects = map[string]string{
-	"counters-discovery": "Counters.Popped leaves out the messages of discovery pops (PopRequest without Queue)",
-	"retention-traces":   "retention leaves the traces of the messages it deletes (a re-pushed transactionId inherits them)",
-	"reconfig-hold":      "ConfigureQueue shortening WindowBuffer or DelayedProcessing keeps partitions held until the old time",
 	"reopen-lastpush":    "after a restart a partition's LastPushAt (and window buffer) comes from its newest stored message",
 	"reopen-lazycursors": "after a restart every group has a cursor in every partition; live, partitions created after a group joined have none until a message arrives",
-	"deletequeue-push":   "a push racing DeleteQueue re-creates the queue in memory, but the deletion's write, committed after it, removes the new queue's metadata: after a restart the queue and its messages are gone",
 	"pending-drift":      "a claim that delivers nothing but moves the cursor (a conflating group whose newest message is not visible yet) leaves the pending count MaxSize uses too high: pushes are refused as queue full while QueueStats.Pending shows room",
 	"partwait-wake":      "a pop waiting on one partition is not woken when the partition's window buffer (or retry delay) opens, if a push closed the window again while its cursor sat on the ready list: check returns early for a cursor still marked ready",
 }
@@ -371,14 +368,15 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
-	"github.com/queenlite/queen/internal/queentest"
+	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/stretchr/testify/require"
 )
 
 // Found by the sequential model test, seed %d (%s).
 func TestModelRepro(t *testing.T) {
 	ctx := context.Background()
-	clock := queentest.NewClock()
+	clock := itest.NewClock()
+	start := clock.Now() // times below are relative to it (QUEENTEST_EPOCH moves it)
 	key := []byte(%q)
 	%s
 	require.NoError(t, err)
@@ -454,7 +452,7 @@ func TestModelRepro(t *testing.T) {
 			return popRes{}
 		}
 	}
-	_, _, _, _, _, _ = pid, letterID, hasGroup, big, cursor, recv
+	_, _, _, _, _, _, _ = pid, letterID, hasGroup, big, cursor, recv, start
 `, m.seed, map[bool]string{false: "memory", true: "disk"}[m.disk], string(modelKey), open)
 	if m.code != nil {
 		sb.WriteString(m.code.String())
@@ -472,6 +470,7 @@ type seqModel struct {
 	dir    string
 	opts   *queen.Options
 	clock  *queentest.Clock
+	start  int64 // the clock's first reading, µs: the reproducer's times are relative to it
 	b      *queen.Broker
 	closed bool
 
@@ -524,16 +523,15 @@ type popAnswer struct {
 type smCounters struct {
 	pushed, popped, renewed, expired, dead, parked int64
 	acked                                          map[queen.AckStatus]int64
-	// What the broker leaves out (counters-discovery): discovery pops.
-	poppedUncounted int64
 }
 
 func newSeqModel(seed uint64, disk, record bool) *seqModel {
 	m := &seqModel{
-		seed: seed, disk: disk, clock: queentest.NewClock(),
+		seed: seed, disk: disk, clock: itest.NewClock(),
 		queues: map[string]*smQueue{}, gens: map[string]int{}, early: map[string]int64{}, pids: map[string]*smPart{}, leases: map[string]*smLease{},
 		counts: map[string]int{},
 	}
+	m.start = m.clock.Now().UnixMicro()
 	m.counters.acked = map[queen.AckStatus]int64{}
 	if record {
 		m.code = &strings.Builder{}

@@ -93,16 +93,15 @@ func (p *smPart) firstAtOrAfter(at int64) int64 {
 func (p *smPart) norm(off int64) int64 { return p.firstLive(off) }
 
 type smQueue struct {
-	name         string
-	gen          int // 1 for the first queue of that name, +1 per delete and re-create
-	cfg          queen.QueueConfig
-	id           string
-	parts        map[string]*smPart
-	order        []string // partitions in creation order
-	groups       map[string]*smGroup
-	created      int64 // µs
-	dead         bool
-	reconfigured bool // WindowBuffer or DelayedProcessing was shortened (reconfig-hold)
+	name    string
+	gen     int // 1 for the first queue of that name, +1 per delete and re-create
+	cfg     queen.QueueConfig
+	id      string
+	parts   map[string]*smPart
+	order   []string // partitions in creation order
+	groups  map[string]*smGroup
+	created int64 // µs
+	dead    bool
 }
 
 func (q *smQueue) leaseTime() time.Duration {

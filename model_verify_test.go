@@ -166,9 +166,6 @@ func (m *seqModel) checkCounters() {
 	c := m.b.Counters()
 	w := m.counters
 	pushed, popped := w.pushed, w.popped
-	if knownDefect("counters-discovery") {
-		popped -= w.poppedUncounted
-	}
 	if c.Pushed != pushed || c.Popped != popped || c.LeasesRenew != w.renewed || c.LeasesExpire != w.expired || c.DeadLettered != w.dead || c.Parked != w.parked {
 		m.failAt("counters", []string{fmt.Sprintf("c := b.Counters()\n\trequire.Equal(t, []int64{%d, %d, %d, %d, %d, %d}, []int64{c.Pushed, c.Popped, c.LeasesRenew, c.LeasesExpire, c.DeadLettered, c.Parked})", pushed, popped, w.renewed, w.expired, w.dead, w.parked)}, "Counters pushed %d popped %d renewed %d expired %d dead %d parked %d, model says %d %d %d %d %d %d",
 			c.Pushed, c.Popped, c.LeasesRenew, c.LeasesExpire, c.DeadLettered, c.Parked, pushed, popped, w.renewed, w.expired, w.dead, w.parked)
@@ -1211,7 +1208,7 @@ func (m *seqModel) finish() {
 				req := queen.PopRequest{Queue: q.name, Group: g.api(), Batch: 50, Partitions: 10, Conflation: g.conflation}
 				m.nextVar++
 				v := fmt.Sprintf("d%d", m.nextVar)
-				m.emit("%s, err := b.Pop(ctx, %s)", v, gpop(req))
+				m.emit("%s, err := b.Pop(ctx, %s)", v, m.gpop(req))
 				m.emit("require.NoError(t, err)")
 				res, err := m.b.Pop(mctx, req)
 				if err != nil {
@@ -1219,7 +1216,7 @@ func (m *seqModel) finish() {
 					return
 				}
 				m.counters.popped += int64(len(res.Messages))
-				h := m.popCheck("drain pop "+gpop(req), q, g, req, res, true, func(k int) string { return fmt.Sprintf("%s.Messages[%d]", v, k) }, v+".LeaseID")
+				h := m.popCheck("drain pop "+m.gpop(req), q, g, req, res, true, func(k int) string { return fmt.Sprintf("%s.Messages[%d]", v, k) }, v+".LeaseID")
 				if h == nil {
 					if misses++; misses > 2 {
 						m.failf("drain.stuck", "the broker gives %s of %s nothing, model says messages remain", g.name, q.name)
