@@ -210,6 +210,9 @@ func NewRuntime(c Client, opts *RuntimeOptions) *Runtime {
 	return rt
 }
 
+// Now returns the time on the runtime's clock ([RuntimeOptions.Clock]).
+func (rt *Runtime) Now() time.Time { return rt.clock.Now() }
+
 // Queue starts a builder on the named queue of the runtime's client, with
 // the defaults of [Broker.Queue].
 func (rt *Runtime) Queue(name string) *QueueBuilder {

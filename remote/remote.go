@@ -83,6 +83,12 @@ type Options struct {
 	// in flight. Defaults to none.
 	Observer queen.Observer
 
+	// Clock is the client's time source: what [Client.Now] reports (and a
+	// server fronting the client with package httpapi measures lag
+	// against) and what retry policies measure message ages against.
+	// Defaults to the system clock; tests inject a fake one.
+	Clock queen.Clock
+
 	// Server says which kind of server BaseURL is. Defaults to
 	// [ServerDetect].
 	Server Server
@@ -174,7 +180,7 @@ func Dial(baseURL string, opts *Options) (*Client, error) {
 	}
 	c.server.Store(int32(o.Server))
 	c.stop, c.cancel = context.WithCancel(context.Background())
-	c.rt = queen.NewRuntime(c, &queen.RuntimeOptions{DrainTimeout: o.DrainTimeout, Logger: c.log, Observer: o.Observer})
+	c.rt = queen.NewRuntime(c, &queen.RuntimeOptions{DrainTimeout: o.DrainTimeout, Logger: c.log, Observer: o.Observer, Clock: o.Clock})
 	return c, nil
 }
 
@@ -209,9 +215,10 @@ func (c *Client) Transaction() *queen.Transaction { return c.rt.Transaction() }
 // [queen.Broker.Admin].
 func (c *Client) Admin() *queen.Admin { return c.rt.Admin() }
 
-// Now returns the time of this process: the clock a server fronting the
-// client with package httpapi reports against.
-func (c *Client) Now() time.Time { return time.Now() }
+// Now returns the time on the client's clock ([Options.Clock], the system
+// clock by default): the clock a server fronting the client with package
+// httpapi reports against.
+func (c *Client) Now() time.Time { return c.rt.Now() }
 
 // BaseURL returns the URL the client was dialled with, without a trailing
 // slash.

@@ -300,3 +300,17 @@ func TestGarbageAnswers(t *testing.T) {
 	require.ErrorAs(t, err, &te)
 	require.False(t, errors.Is(err, queen.ErrNotFound))
 }
+
+// TestClient_NowIsItsClock: a remote client reports the time of the clock
+// it was given, never the machine's, so a server fronting it measures lag
+// consistently with a fake clock whatever today's date is.
+func TestClient_NowIsItsClock(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	c, err := remote.Dial("http://h:6632", &remote.Options{Clock: clock})
+	require.NoError(t, err)
+	defer c.Close()
+	require.True(t, clock.Now().Equal(c.Now()))
+	clock.Advance(90 * time.Minute)
+	require.True(t, clock.Now().Equal(c.Now()), "the client follows its clock")
+}
