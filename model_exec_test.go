@@ -1571,6 +1571,7 @@ func (m *seqModel) opSetSub(r *rand.Rand) {
 				continue
 			}
 			c.offset, c.stored = p.firstAtOrAfter(g.from), true
+			c.retries, c.notBefore = 0, 0
 			moved++
 		}
 	}

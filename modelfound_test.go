@@ -219,3 +219,38 @@ func TestModelFound_NoTraceOnRemovedMessage(t *testing.T) {
 	_, err = b.RecordTrace(bg, queen.TraceEvent{PartitionID: r.PartitionID, TransactionID: "a"})
 	require.ErrorIs(t, err, queen.ErrNotFound)
 }
+
+// TestModelFound_SetGroupSubscriptionDropsTheOldHold: a group that started
+// at the end of a queue with DelayedProcessing waits on the hold of the
+// next (not yet visible) message. Moved back in time by
+// SetGroupSubscription, its cursor stands on old, visible messages: they
+// are served at once, not when the hold of the old position ends. The hold
+// used to stay, so the group saw nothing until then (seed
+// 1796116071480139139 of TestModel_SequentialOps).
+func TestModelFound_SetGroupSubscriptionDropsTheOldHold(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	start := clock.Now()
+	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
+	pushOne(t, b, "q", "p", "old", `1`)
+	clock.Advance(time.Minute)
+	res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Group: "g", SubscriptionMode: queen.SubscriptionModeNew})
+	require.NoError(t, err)
+	require.Empty(t, res.Messages, "a new group starts at the end")
+	cfg := queen.DefaultQueueConfig()
+	cfg.DelayedProcessing = 30 * time.Second // the old message is a minute old
+	_, err = b.ConfigureQueue(bg, "q", cfg)
+	require.NoError(t, err)
+	pushOne(t, b, "q", "p", "new", `2`)
+	res, err = b.Pop(bg, queen.PopRequest{Queue: "q", Group: "g"})
+	require.NoError(t, err)
+	require.Empty(t, res.Messages, "the new message is held for 30 s")
+
+	n, err := b.SetGroupSubscription(bg, "g", start)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	res, err = b.Pop(bg, queen.PopRequest{Queue: "q", Group: "g"})
+	require.NoError(t, err)
+	require.Len(t, res.Messages, 1, "the old message is visible now")
+	require.Equal(t, "old", res.Messages[0].TransactionID)
+}

@@ -329,7 +329,8 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 // holds under a live lease (that batch stays out, and its messages are
 // delivered again from the kept cursor if the lease is lost). Every other
 // partition's cursor moves to the first message pushed at or after from,
-// and so do partitions created later. The kept and the moved cursors are
+// as [Broker.SeekGroup] would move it (its retry count and any retry delay
+// or DelayedProcessing hold start over), and so do partitions created later. The kept and the moved cursors are
 // stored, so a restart finds them where they are now. An empty group is
 // the queue-mode group, as in [Broker.DeleteGroup].
 func (b *Broker) SetGroupSubscription(ctx context.Context, group string, from time.Time) (int, error) {
@@ -370,6 +371,7 @@ func (b *Broker) SetGroupSubscription(ctx context.Context, group string, from ti
 			}
 			g.removeReady(c)
 			c.offset = b.firstOffsetAtOrAfter(p, g.from)
+			c.retries, c.notBefore, c.held = 0, 0, false // as a seek: the hold was the old position's
 			b.repend(p)
 			ops = append(ops, c.saveOp())
 			b.check(c, now)
