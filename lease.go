@@ -560,8 +560,10 @@ func (b *Broker) deliver(ctx context.Context, g *group, l *lease, claims []claim
 		if readErr != nil || len(cl.msgs) == 0 {
 			if readErr == nil && cl.fl.end > c.offset {
 				// Nothing stored before the end: deleted after the claim
-				// was made. The cursor steps over those offsets.
+				// was made, or superseded for a conflating group. The
+				// cursor steps over those offsets.
 				c.offset = cl.fl.end
+				b.repend(c.p)
 				ops = append(ops, c.saveOp())
 			}
 			cl.msgs = nil

@@ -1757,9 +1757,6 @@ func (m *seqModel) opConfigure(r *rand.Rand) {
 	cfg.Retention = pick(5, 60*time.Second, 300*time.Second)
 	cfg.CompletedRetention = pick(5, 30*time.Second, 200*time.Second)
 	cfg.MaxWaitTime = pick(5, 45*time.Second, 400*time.Second)
-	if cfg.DelayedProcessing > 0 && knownDefect("pending-drift") {
-		cfg.MaxSize = 0
-	}
 	cfg.Priority = r.IntN(3)
 	cfg.Namespace = "ns"
 	cfg.Task = []string{"t0", "t1", ""}[r.IntN(3)]

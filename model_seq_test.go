@@ -52,7 +52,6 @@ var (
 var knownDefects = map[string]string{
 	"reopen-lastpush":    "after a restart a partition's LastPushAt (and window buffer) comes from its newest stored message",
 	"reopen-lazycursors": "after a restart every group has a cursor in every partition; live, partitions created after a group joined have none until a message arrives",
-	"pending-drift":      "a claim that delivers nothing but moves the cursor (a conflating group whose newest message is not visible yet) leaves the pending count MaxSize uses too high: pushes are refused as queue full while QueueStats.Pending shows room",
 	"partwait-wake":      "a pop waiting on one partition is not woken when the partition's window buffer (or retry delay) opens, if a push closed the window again while its cursor sat on the ready list: check returns early for a cursor still marked ready",
 }
 

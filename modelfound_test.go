@@ -254,3 +254,31 @@ func TestModelFound_SetGroupSubscriptionDropsTheOldHold(t *testing.T) {
 	require.Len(t, res.Messages, 1, "the old message is visible now")
 	require.Equal(t, "old", res.Messages[0].TransactionID)
 }
+
+// TestModelFound_ConflatedClaimOfAHeldMessageFreesRoom: a conflating group
+// whose newest message is still held by DelayedProcessing claims nothing,
+// but its cursor steps past the older messages it will never be given.
+// MaxSize counts from there: those messages are settled for the group. The
+// pending count MaxSize uses stayed at the old cursor, so a push was
+// refused as queue full while QueueStats.Pending showed room.
+func TestModelFound_ConflatedClaimOfAHeldMessageFreesRoom(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
+	cfg := queen.DefaultQueueConfig()
+	cfg.MaxSize = 3
+	cfg.DelayedProcessing = 20 * time.Second
+	_, err := b.ConfigureQueue(bg, "q", cfg)
+	require.NoError(t, err)
+	pushN(t, b, "q", "p", 2) // all held for 20 s
+	pushN(t, b, "q", "o", 1)
+	res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Group: "g", Conflation: true, SubscriptionMode: queen.SubscriptionModeAll, Partitions: 2})
+	require.NoError(t, err)
+	require.Empty(t, res.Messages, "the newest message is held")
+
+	qs, err := b.QueueStats(bg, "q")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, qs.Pending, "the older message of p is superseded for the conflating group")
+	r := pushOne(t, b, "q", "p", "fourth", `4`)
+	require.Equal(t, queen.PushQueued, r.Status, "two messages pending, MaxSize 3: there is room (%v)", r.Err)
+}
