@@ -497,8 +497,15 @@ func (b *Broker) claim(g *group, p *partition, req *PopRequest, now int64) ([]cl
 		if c.fl != nil && c.fl.lease != nil && c.fl.lease.expires <= now {
 			b.expireLease(c.fl.lease, now)
 		}
-		if c.fl == nil && b.servable(c, now) {
+		switch {
+		case c.fl != nil:
+		case b.servable(c, now):
 			take(c)
+		default:
+			// Off the ready list, as in the loop below: the check that
+			// finds it servable again puts it back and wakes the pops
+			// waiting on p (check skips a cursor already marked ready).
+			g.removeReady(c)
 		}
 	} else {
 		for budget > 0 && len(claims) < parts {

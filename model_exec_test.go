@@ -2249,11 +2249,6 @@ func (m *seqModel) syncWaiter() {
 			ready = true
 		}
 	}
-	if ready && !m.maint && ans == nil && w.req.Partition != "" && knownDefect("partwait-wake") {
-		m.emit("// the model has messages for the waiting pop but it is not woken (partwait-wake): cancel it")
-		m.opWaitCancel()
-		return
-	}
 	if ready && !m.maint && ans == nil {
 		select {
 		case a := <-w.ch:

@@ -52,7 +52,6 @@ var (
 var knownDefects = map[string]string{
 	"reopen-lastpush":    "after a restart a partition's LastPushAt (and window buffer) comes from its newest stored message",
 	"reopen-lazycursors": "after a restart every group has a cursor in every partition; live, partitions created after a group joined have none until a message arrives",
-	"partwait-wake":      "a pop waiting on one partition is not woken when the partition's window buffer (or retry delay) opens, if a push closed the window again while its cursor sat on the ready list: check returns early for a cursor still marked ready",
 }
 
 // knownDefect reports whether the check named name is gated: its entry

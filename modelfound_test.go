@@ -282,3 +282,38 @@ func TestModelFound_ConflatedClaimOfAHeldMessageFreesRoom(t *testing.T) {
 	r := pushOne(t, b, "q", "p", "fourth", `4`)
 	require.Equal(t, queen.PushQueued, r.Status, "two messages pending, MaxSize 3: there is room (%v)", r.Err)
 }
+
+// TestModelFound_PartitionWaiterWokenWhenWindowReopens: a pop waiting on
+// one partition of a queue with a WindowBuffer wakes when the window opens.
+// The partition's cursor was on the group's ready list (its window had
+// opened once, then a push closed it again), the named pop left it there,
+// and the check at the window's new end returned early for a cursor
+// already marked ready: the waiter stayed parked.
+func TestModelFound_PartitionWaiterWokenWhenWindowReopens(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
+	cfg := queen.DefaultQueueConfig()
+	cfg.WindowBuffer = 3 * time.Second
+	_, err := b.ConfigureQueue(bg, "q", cfg)
+	require.NoError(t, err)
+	require.Empty(t, pop(t, b, queen.PopRequest{Queue: "q", Group: "g"}).Messages) // g joins
+	pushOne(t, b, "q", "p", "m1", `1`)
+	clock.Advance(5 * time.Second)                                        // the window opens: p is ready for g
+	require.Empty(t, pop(t, b, queen.PopRequest{Queue: "tick"}).Messages) // (a pop fires due timers now)
+	pushOne(t, b, "q", "p", "m2", `2`)                                    // and closes again for 3 s
+	got := make(chan *queen.PopResult, 1)
+	go func() {
+		res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Group: "g", Partition: "p", Batch: 10, Wait: true, Timeout: time.Hour})
+		assert.NoError(t, err)
+		got <- res
+	}()
+	itest.AwaitWaiting(t, b, 1)
+	clock.Advance(3 * time.Second)
+	select {
+	case res := <-got:
+		require.Len(t, res.Messages, 2)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pop waiting on p was not woken when p's window opened")
+	}
+}
