@@ -101,7 +101,7 @@ func (b *Broker) loadPartitions(txn *badger.Txn, dead map[uint64]bool) error {
 			b.sweeps = append(b.sweeps, b.orphanSweep(k))
 			return nil
 		}
-		p := &partition{q: q, pid: pid, name: m.Name, created: uint32(m.CreatedAt / 1e6), first: m.First, next: max(m.First, m.Next), persisted: true}
+		p := &partition{q: q, pid: pid, name: m.Name, created: uint32(m.CreatedAt / 1e6), first: m.First, next: max(m.First, m.Next), lastPushAt: m.LastPush, persisted: true}
 		if err := b.loadHoles(txn, p, &m); err != nil {
 			return err
 		}
@@ -124,7 +124,9 @@ func (b *Broker) loadPartitions(txn *badger.Txn, dead map[uint64]bool) error {
 			if pid, off, ok := keys.DecodeMessageKey(it.Item().Key()); ok && pid == p.pid {
 				p.next = max(p.next, off+1)
 				_ = it.Item().Value(func(v []byte) error {
-					p.lastPushAt, _ = record.MessageCreatedAt(v)
+					if at, ok := record.MessageCreatedAt(v); ok {
+						p.lastPushAt = max(p.lastPushAt, at)
+					}
 					return nil
 				})
 			}

@@ -1099,18 +1099,6 @@ func (m *seqModel) opReopen() {
 	}
 	skip := map[string]bool{}
 	for _, q := range m.sortedQueues() {
-		for _, p := range q.partList() {
-			if knownDefect("reopen-lastpush") {
-				p.lastPush = 0
-				for o := p.next() - 1; o >= p.first; o-- {
-					if !p.msgs[o].gone {
-						p.lastPush = p.msgs[o].at
-						break
-					}
-				}
-				skip["lastpush "+q.name+"/"+p.name] = true
-			}
-		}
 		for _, g := range q.groups {
 			for _, p := range q.partList() {
 				c := g.cursors[p.name]

@@ -1,6 +1,7 @@
 package queen_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -316,4 +317,64 @@ func TestModelFound_PartitionWaiterWokenWhenWindowReopens(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the pop waiting on p was not woken when p's window opened")
 	}
+}
+
+// TestModelFound_LastPushSurvivesDeletingTheNewestMessage: a partition's
+// LastPushAt (which its WindowBuffer counts from) is the time of its newest
+// push, also after that message is deleted, and a restart does not change
+// it. It used to be rebuilt at Open from the newest stored message.
+func TestModelFound_LastPushSurvivesDeletingTheNewestMessage(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	dir := t.TempDir()
+	opts := &queen.Options{Clock: clock}
+	b := itest.OpenDir(t, dir, opts)
+	pushOne(t, b, "q", "p", "a", `1`)
+	clock.Advance(5 * time.Second)
+	last := clock.Now()
+	r := pushOne(t, b, "q", "p", "b", `2`)
+	clock.Advance(5 * time.Second)
+	require.NoError(t, b.DeleteMessage(bg, r.PartitionID, "b"))
+	lastPush := func() time.Time {
+		qs, err := b.QueueStats(bg, "q")
+		require.NoError(t, err)
+		return qs.Partitions[0].LastPushAt
+	}
+	require.True(t, lastPush().Equal(last), "live: %v, pushed at %v", lastPush(), last)
+	require.NoError(t, b.Close())
+	b = itest.OpenDir(t, dir, opts)
+	require.True(t, lastPush().Equal(last), "reopened: %v, pushed at %v", lastPush(), last)
+}
+
+// TestModelFound_WaiterOnAPartitionJoinsItWhenCreated: a pop waiting on a
+// partition that does not exist yet looks again when the partition is
+// created empty (ConfigureQueue makes Default): its group then has a
+// cursor there, as if the pop had started after the partition existed
+// (seed 12102 of TestModel_SequentialOps).
+func TestModelFound_WaiterOnAPartitionJoinsItWhenCreated(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = b.Pop(ctx, queen.PopRequest{Queue: "q", Group: "g", Partition: queen.DefaultPartition, Wait: true, Timeout: time.Hour})
+	}()
+	itest.AwaitWaiting(t, b, 1)
+	pushOne(t, b, "q", "other", "m", `1`) // creates q; the pop joins it and waits on
+	itest.AwaitWaiting(t, b, 1)
+	_, err := b.ConfigureQueue(bg, "q", queen.DefaultQueueConfig())
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		qs, err := b.QueueStats(bg, "q")
+		require.NoError(t, err)
+		for _, p := range qs.Partitions {
+			if p.Name == queen.DefaultPartition {
+				return len(p.Cursors) == 1 && p.Cursors[0].Group == "g"
+			}
+		}
+		return false
+	}, 10*time.Second, time.Millisecond, "the waiting pop's group has a cursor in the new partition")
+	cancel()
+	<-done
 }

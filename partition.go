@@ -52,10 +52,14 @@ type partitionMeta struct {
 	Next     int64   `json:"x,omitempty"`
 	Holes    int64   `json:"h,omitempty"`
 	HoleRuns []int64 `json:"hr,omitempty"`
+	// LastPush is the time of the newest push, µs, as of this write: the
+	// newest stored message gives it at Open, unless that message was
+	// deleted, and every delete writes this record.
+	LastPush int64 `json:"l,omitempty"`
 }
 
 func (p *partition) meta() []byte {
-	b, _ := json.Marshal(partitionMeta{Queue: p.q.name, Name: p.name, CreatedAt: p.createdAt(), First: p.first, Next: p.next, Holes: p.holes(), HoleRuns: p.holeRunsMeta()})
+	b, _ := json.Marshal(partitionMeta{Queue: p.q.name, Name: p.name, CreatedAt: p.createdAt(), First: p.first, Next: p.next, Holes: p.holes(), HoleRuns: p.holeRunsMeta(), LastPush: p.lastPushAt})
 	return b
 }
 
@@ -103,6 +107,13 @@ func (b *Broker) partitionFor(q *queue, name string) (*partition, bool) {
 	p := &partition{q: q, pid: uint64(len(b.parts)), name: name, created: uint32(b.clock.Now().Unix())}
 	b.parts = append(b.parts, p)
 	q.parts[name] = p
+	for _, g := range q.slots { // pops waiting on it look again, and join it
+		if g != nil {
+			if wl := g.partWaiters[name]; wl != nil {
+				wl.wakeAll()
+			}
+		}
+	}
 	return p, true
 }
 
