@@ -133,7 +133,8 @@ func (b *Broker) ExecTransaction(ctx context.Context, ops []TxOp) (*TxResult, er
 }
 
 // existingTxIDs reports which items name a transactionId already stored in
-// their partition: duplicates, which take no room under MaxSize.
+// their partition, or repeat an earlier item of the same transaction:
+// duplicates, which take no room under MaxSize.
 func (b *Broker) existingTxIDs(items []PushItem) ([]bool, error) {
 	dups := make([]bool, len(items))
 	type ref struct {
@@ -141,11 +142,22 @@ func (b *Broker) existingTxIDs(items []PushItem) ([]bool, error) {
 		pid uint64
 	}
 	var refs []ref
+	var seen map[[3]string]bool
 	b.mu.Lock()
 	for i := range items {
 		it := &items[i]
 		if it.generatedID {
 			continue
+		}
+		if len(items) > 1 {
+			if seen == nil {
+				seen = make(map[[3]string]bool, len(items))
+			}
+			k := [3]string{it.Queue, it.Partition, it.TransactionID}
+			if dups[i] = seen[k]; dups[i] {
+				continue
+			}
+			seen[k] = true
 		}
 		if q := b.queues[it.Queue]; q != nil && q.cfg.MaxSize > 0 {
 			if p := q.parts[it.Partition]; p != nil {

@@ -86,3 +86,23 @@ func TestTxn_FailedAndDLQInsideTransaction(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, page.Total)
 }
+
+// Two pushes of one new transactionId in a transaction store one message
+// and take room for one under MaxSize: the second is a duplicate of the
+// first, as in a plain push.
+func TestTxn_RepeatedTransactionIDTakesRoomOnce(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	cfg := queen.DefaultQueueConfig()
+	cfg.MaxSize = 1
+	_, err := b.ConfigureQueue(bg, "q", cfg)
+	require.NoError(t, err)
+	it := queen.PushItem{Queue: "q", TransactionID: "x", Payload: []byte(`1`)}
+	res, err := b.Transaction().Push(it, it).Commit(bg)
+	require.NoError(t, err, "one message fits MaxSize 1")
+	require.Equal(t, queen.PushQueued, res.Results[0].Push.Status)
+	require.Equal(t, queen.PushDuplicate, res.Results[1].Push.Status)
+	qs, err := b.QueueStats(bg, "q")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, qs.Messages)
+}
