@@ -34,6 +34,15 @@ func pushOne(t testing.TB, b *queen.Broker, queue, partition, txid, payload stri
 	return res[0]
 }
 
+// configureWith creates queue with the default configuration changed by set.
+func configureWith(t testing.TB, b *queen.Broker, queue string, set func(*queen.QueueConfig)) {
+	t.Helper()
+	cfg := queen.DefaultQueueConfig()
+	set(&cfg)
+	_, err := b.ConfigureQueue(bg, queue, cfg)
+	require.NoError(t, err)
+}
+
 func pop(t testing.TB, b *queen.Broker, req queen.PopRequest) *queen.PopResult {
 	t.Helper()
 	res, err := b.Pop(bg, req)

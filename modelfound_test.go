@@ -238,10 +238,7 @@ func TestModelFound_SetGroupSubscriptionDropsTheOldHold(t *testing.T) {
 	res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Group: "g", SubscriptionMode: queen.SubscriptionModeNew})
 	require.NoError(t, err)
 	require.Empty(t, res.Messages, "a new group starts at the end")
-	cfg := queen.DefaultQueueConfig()
-	cfg.DelayedProcessing = 30 * time.Second // the old message is a minute old
-	_, err = b.ConfigureQueue(bg, "q", cfg)
-	require.NoError(t, err)
+	configureWith(t, b, "q", func(c *queen.QueueConfig) { c.DelayedProcessing = 30 * time.Second }) // the old message is a minute old
 	pushOne(t, b, "q", "p", "new", `2`)
 	res, err = b.Pop(bg, queen.PopRequest{Queue: "q", Group: "g"})
 	require.NoError(t, err)
@@ -266,11 +263,7 @@ func TestModelFound_ConflatedClaimOfAHeldMessageFreesRoom(t *testing.T) {
 	t.Parallel()
 	clock := itest.NewClock()
 	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
-	cfg := queen.DefaultQueueConfig()
-	cfg.MaxSize = 3
-	cfg.DelayedProcessing = 20 * time.Second
-	_, err := b.ConfigureQueue(bg, "q", cfg)
-	require.NoError(t, err)
+	configureWith(t, b, "q", func(c *queen.QueueConfig) { c.MaxSize = 3; c.DelayedProcessing = 20 * time.Second })
 	pushN(t, b, "q", "p", 2) // all held for 20 s
 	pushN(t, b, "q", "o", 1)
 	res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Group: "g", Conflation: true, SubscriptionMode: queen.SubscriptionModeAll, Partitions: 2})
@@ -294,10 +287,7 @@ func TestModelFound_PartitionWaiterWokenWhenWindowReopens(t *testing.T) {
 	t.Parallel()
 	clock := itest.NewClock()
 	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
-	cfg := queen.DefaultQueueConfig()
-	cfg.WindowBuffer = 3 * time.Second
-	_, err := b.ConfigureQueue(bg, "q", cfg)
-	require.NoError(t, err)
+	configureWith(t, b, "q", func(c *queen.QueueConfig) { c.WindowBuffer = 3 * time.Second })
 	require.Empty(t, pop(t, b, queen.PopRequest{Queue: "q", Group: "g"}).Messages) // g joins
 	pushOne(t, b, "q", "p", "m1", `1`)
 	clock.Advance(5 * time.Second)                                        // the window opens: p is ready for g
