@@ -52,7 +52,7 @@ type Settlement struct {
 // Run it with [Consumer.Execute] (blocking) or [Consumer.Start].
 //
 // The loop long-polls for messages (see the builder's Batch, Partitions,
-// Wait and TimeoutMillis), calls fn, and settles each message from fn's
+// Wait and Timeout), calls fn, and settles each message from fn's
 // result (see [Handler]) before going on. When a message is not settled
 // for good (it fails with retries left, or is retried or in progress), the
 // rest of its partition's messages in that pop are skipped: they come back,
