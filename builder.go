@@ -15,7 +15,14 @@ import (
 // Every method returns a new builder and leaves its receiver unchanged, so
 // a builder can be shared and specialised. Invalid values are reported by
 // the call that finishes the chain (Pop, Consume, Push, Fetch), naming the
-// option at fault.
+// option at fault; the first invalid value is the one reported.
+//
+// Durations have two forms. The [time.Duration] ones (Timeout, Lease,
+// RenewLeaseEvery, Idle, DrainTimeout) are the Go form. The millisecond
+// and second ones (TimeoutMillis, LeaseSeconds, RenewLease(on, ms),
+// IdleMillis) mirror Queen's clients, so code written for them ports
+// unchanged. Each pair sets one option: whichever is called last wins,
+// as with any option set twice.
 type QueueBuilder struct {
 	h                host
 	queue            string
@@ -44,9 +51,9 @@ type QueueBuilder struct {
 }
 
 // Queue starts a builder on the named queue. The defaults: queue mode (no
-// consumer group), long polls (Wait(true), 30 s), the broker choosing
-// batch sizes (Autopilot(true)), the consume loop acking for the handler
-// (AutoAck(true)), one handler at a time.
+// consumer group), long polls (Wait(true), up to a Timeout of 30 s), the
+// broker choosing batch sizes (Autopilot(true)), the consume loop acking
+// for the handler (AutoAck(true)), one handler at a time.
 func (b *Broker) Queue(name string) *QueueBuilder { return newQueueBuilder(b, name) }
 
 func newQueueBuilder(h host, name string) *QueueBuilder {
@@ -110,13 +117,26 @@ func (q *QueueBuilder) Partitions(n int) *QueueBuilder {
 	return q.with(func(c *QueueBuilder) { c.partitions = n })
 }
 
-// Wait makes pops wait for messages, up to TimeoutMillis, instead of
-// returning empty. On by default. A consume loop with Wait(false) polls.
+// Wait makes pops wait for messages, up to the Timeout (30 s by
+// default), instead of returning empty. On by default. A consume loop
+// with Wait(false) polls.
 func (q *QueueBuilder) Wait(wait bool) *QueueBuilder {
 	return q.with(func(c *QueueBuilder) { c.wait = wait })
 }
 
-// TimeoutMillis bounds one waiting pop: 30 s by default, at most 60 s.
+// Timeout bounds one waiting pop: 30 s when zero (the default), at most
+// 60 s (a longer one is cut to 60 s). A negative d is an error.
+// [QueueBuilder.TimeoutMillis] sets the same option; the last call wins.
+func (q *QueueBuilder) Timeout(d time.Duration) *QueueBuilder {
+	if d < 0 {
+		return q.fail("Timeout", "must not be negative, not %v", d)
+	}
+	return q.with(func(c *QueueBuilder) { c.timeout = d })
+}
+
+// TimeoutMillis is [QueueBuilder.Timeout] in milliseconds, the form of
+// Queen's clients (seed-shaped); the two set one option, and the last call
+// wins.
 func (q *QueueBuilder) TimeoutMillis(ms int) *QueueBuilder {
 	if ms < 0 {
 		return q.fail("TimeoutMillis", "must not be negative")
@@ -124,8 +144,21 @@ func (q *QueueBuilder) TimeoutMillis(ms int) *QueueBuilder {
 	return q.with(func(c *QueueBuilder) { c.timeout = time.Duration(ms) * time.Millisecond })
 }
 
-// LeaseSeconds is how long a pop leases its messages; the queue's
-// LeaseTime by default.
+// Lease is how long a pop leases its messages: the queue's LeaseTime when
+// zero (the default), else at least 1 s (Queen counts leases in whole
+// seconds; a remote client rounds up to the next second). A negative d,
+// or one between 0 and 1 s, is an error. [QueueBuilder.LeaseSeconds] sets
+// the same option; the last call wins.
+func (q *QueueBuilder) Lease(d time.Duration) *QueueBuilder {
+	if d < 0 || d > 0 && d < time.Second {
+		return q.fail("Lease", "must be 0 (the queue's LeaseTime) or at least 1s, not %v", d)
+	}
+	return q.with(func(c *QueueBuilder) { c.lease = d })
+}
+
+// LeaseSeconds is [QueueBuilder.Lease] in whole seconds, the form of
+// Queen's clients (seed-shaped); the two set one option, and the last call
+// wins.
 func (q *QueueBuilder) LeaseSeconds(s int) *QueueBuilder {
 	if s < 0 {
 		return q.fail("LeaseSeconds", "must not be negative")
@@ -133,10 +166,23 @@ func (q *QueueBuilder) LeaseSeconds(s int) *QueueBuilder {
 	return q.with(func(c *QueueBuilder) { c.lease = time.Duration(s) * time.Second })
 }
 
-// RenewLease, when on, makes a consume loop renew the leases of the
-// messages it holds every intervalMs milliseconds while their handlers
-// run, so long work keeps them. Each renewal extends the lease by its
-// full length (LeaseSeconds, else the queue's LeaseTime).
+// RenewLeaseEvery makes a consume loop renew the leases of the messages
+// it holds every d while their handlers run, so long work keeps them.
+// Each renewal extends the lease by its full length (Lease, else the
+// queue's LeaseTime). Zero, the default, turns renewal off; a negative d
+// is an error. [QueueBuilder.RenewLease] sets the same option; the last
+// call wins.
+func (q *QueueBuilder) RenewLeaseEvery(d time.Duration) *QueueBuilder {
+	if d < 0 {
+		return q.fail("RenewLeaseEvery", "must not be negative, not %v", d)
+	}
+	return q.with(func(c *QueueBuilder) { c.renew = d })
+}
+
+// RenewLease is [QueueBuilder.RenewLeaseEvery] in the form of Queen's
+// clients (seed-shaped): on renews every intervalMs milliseconds (which
+// must then be > 0), off turns renewal off. The two set one option, and
+// the last call wins.
 func (q *QueueBuilder) RenewLease(on bool, intervalMs int) *QueueBuilder {
 	if on && intervalMs <= 0 {
 		return q.fail("RenewLease", "interval must be > 0 ms")
@@ -149,18 +195,26 @@ func (q *QueueBuilder) RenewLease(on bool, intervalMs int) *QueueBuilder {
 	})
 }
 
-// AutoAck, on by default, makes the consume loop settle each message from
-// its handler's result. Off, the handler settles the messages itself
-// (with [Broker.Ack] or a transaction); a handler that fails is still
-// settled by the loop as a failure for whatever it had not settled, so its
-// partition is not stuck until the lease runs out. It does not apply to
-// Pop; see CommitOnDelivery.
+// AutoAck, on by default, makes the consume loop settle each message
+// after its handler returns, from the handler's result: the loop acks for
+// the handler. Off, the handler settles the messages itself (with
+// [Broker.Ack] or a transaction); a handler that fails is still settled by
+// the loop as a failure for whatever it had not settled, so its partition
+// is not stuck until the lease runs out. The name is that of Queen's
+// clients.
+//
+// AutoAck is not at-most-once delivery: messages are leased and settled
+// after handling, as usual. Settling at delivery, with no lease, is
+// [QueueBuilder.CommitOnDelivery] ([PopRequest.CommitOnDelivery], the
+// wire's autoAck=true). AutoAck does not apply to Pop.
 func (q *QueueBuilder) AutoAck(on bool) *QueueBuilder {
 	return q.with(func(c *QueueBuilder) { c.autoAck = on })
 }
 
 // CommitOnDelivery makes a pop move the group's cursor as it hands the
-// messages out: no lease and nothing to ack, at-most-once. Pop only: a
+// messages out: no lease and nothing to ack, at-most-once (a crash after
+// the pop loses the messages). It sets [PopRequest.CommitOnDelivery] (the
+// wire's autoAck=true); it is not [QueueBuilder.AutoAck]. Pop only: a
 // consume loop refuses it.
 func (q *QueueBuilder) CommitOnDelivery(on bool) *QueueBuilder {
 	return q.with(func(c *QueueBuilder) { c.commitOnDelivery = on })
@@ -196,8 +250,19 @@ func (q *QueueBuilder) Limit(n int) *QueueBuilder {
 	return q.with(func(c *QueueBuilder) { c.limit = n })
 }
 
-// IdleMillis stops a consume loop after ms milliseconds with nothing to
-// do. Zero means never.
+// Idle stops a consume loop once it has had nothing to do for d: no
+// handler running and no message arriving. Zero, the default, means
+// never; a negative d is an error. [QueueBuilder.IdleMillis] sets the same
+// option; the last call wins.
+func (q *QueueBuilder) Idle(d time.Duration) *QueueBuilder {
+	if d < 0 {
+		return q.fail("Idle", "must not be negative, not %v", d)
+	}
+	return q.with(func(c *QueueBuilder) { c.idle = d })
+}
+
+// IdleMillis is [QueueBuilder.Idle] in milliseconds, the form of Queen's
+// clients (seed-shaped); the two set one option, and the last call wins.
 func (q *QueueBuilder) IdleMillis(ms int) *QueueBuilder {
 	if ms < 0 {
 		return q.fail("IdleMillis", "must not be negative")
@@ -255,7 +320,7 @@ func (q *QueueBuilder) popRequest() (PopRequest, error) {
 	}
 	req := PopRequest{
 		Queue: q.queue, Partition: q.partition, Group: q.group, Batch: q.batch, Partitions: q.partitions,
-		Wait: q.wait, Timeout: q.timeout, Lease: q.lease, AutoAck: q.commitOnDelivery,
+		Wait: q.wait, Timeout: q.timeout, Lease: q.lease, CommitOnDelivery: q.commitOnDelivery,
 		SubscriptionMode: q.mode, Conflation: q.conflation, Autopilot: q.autopilot,
 	}
 	if q.queue == "" {
@@ -279,6 +344,11 @@ func (q *QueueBuilder) popRequest() (PopRequest, error) {
 // and leaves settling them to the caller ([Broker.Ack], a transaction).
 // Nothing to deliver is an empty slice, not an error.
 //
+// By default Pop waits for a message to arrive, up to 30 s: set
+// [QueueBuilder.Timeout] (at most 60 s) to wait less or more, or
+// Wait(false) to return at once. ctx bounds this one pop; its end returns
+// ctx's error.
+//
 // [Data]: Message.Data
 func (q *QueueBuilder) Pop(ctx context.Context) ([]*Message, error) {
 	req, err := q.popRequest()
@@ -297,21 +367,53 @@ func (q *QueueBuilder) Pop(ctx context.Context) ([]*Message, error) {
 	return res.Messages, nil
 }
 
+// Payload is a message for [QueueBuilder.Push] with ids of its own. Pass
+// it among Push's payloads where a message needs a transaction id or a
+// trace id; other payloads get a generated transaction id and no trace id.
+type Payload struct {
+	// Data is the message, encoded as any payload of Push is: a
+	// [json.RawMessage] or []byte holding JSON byte for byte, anything
+	// else marshalled with encoding/json.
+	Data any
+	// TransactionID makes the push idempotent: a second push with the same
+	// id to the same partition stores nothing and is reported
+	// [PushDuplicate], with the first message's id. Empty means a
+	// generated one. See [PushItem.TransactionID].
+	TransactionID string
+	// TraceID is a caller-chosen trace id, delivered with the message
+	// ([Message.TraceID]). Empty means none. Queen's own server accepts
+	// only UUIDs here.
+	TraceID string
+}
+
 // Push pushes one message per payload to the queue (and the builder's
-// Partition, else [DefaultPartition]). [json.RawMessage] and []byte
-// payloads must hold JSON and are stored byte for byte; anything else is
-// marshalled with encoding/json. See [Broker.Push].
+// Partition, else [DefaultPartition]), in order. [json.RawMessage] and
+// []byte payloads must hold JSON and are stored byte for byte; a
+// [Payload] (or *Payload) carries its message in Data with its own
+// transaction and trace ids; anything else is marshalled with
+// encoding/json. See [Broker.Push].
 func (q *QueueBuilder) Push(ctx context.Context, payloads ...any) ([]PushResult, error) {
 	if q.err != nil {
 		return nil, q.err
 	}
 	items := make([]PushItem, len(payloads))
 	for i, p := range payloads {
+		it := PushItem{Queue: q.queue, Partition: q.partition}
+		if v, ok := p.(*Payload); ok {
+			if v == nil {
+				return nil, argErr(fmt.Sprintf("payloads[%d]", i), "is a nil *Payload")
+			}
+			p = *v
+		}
+		if v, ok := p.(Payload); ok {
+			p, it.TransactionID, it.TraceID = v.Data, v.TransactionID, v.TraceID
+		}
 		raw, err := encodePayload(p)
 		if err != nil {
 			return nil, argErr(fmt.Sprintf("payloads[%d]", i), "cannot encode: %v", err)
 		}
-		items[i] = PushItem{Queue: q.queue, Partition: q.partition, Payload: raw}
+		it.Payload = raw
+		items[i] = it
 	}
 	return q.h.Push(ctx, items)
 }

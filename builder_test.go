@@ -3,6 +3,7 @@ package queen_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,6 +41,10 @@ func TestQueueBuilder_InvalidOptions(t *testing.T) {
 		"QueueBuilder.RenewLease":       b.Queue("q").RenewLease(true, 0),
 		"QueueBuilder.Limit":            b.Queue("q").Limit(-1),
 		"QueueBuilder.IdleMillis":       b.Queue("q").IdleMillis(-1),
+		"QueueBuilder.Timeout":          b.Queue("q").Timeout(-time.Second),
+		"QueueBuilder.Lease":            b.Queue("q").Lease(-time.Second),
+		"QueueBuilder.RenewLeaseEvery":  b.Queue("q").RenewLeaseEvery(-time.Second),
+		"QueueBuilder.Idle":             b.Queue("q").Idle(-time.Second),
 		"QueueBuilder.Concurrency":      b.Queue("q").Concurrency(0),
 		"QueueBuilder.DrainTimeout":     b.Queue("q").DrainTimeout(-1),
 		"QueueBuilder.FromOffset":       b.Queue("q").FromOffset(-1),
@@ -59,6 +64,82 @@ func TestQueueBuilder_InvalidOptions(t *testing.T) {
 	require.ErrorIs(t, err, queen.ErrInvalidArgument)
 	_, err = b.Queue("q").Batch(-1).Fetch(ctx, []string{"Default"})
 	require.ErrorIs(t, err, queen.ErrInvalidArgument)
+}
+
+func TestQueueBuilder_DurationForms(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	q := b.Queue("q")
+	durations := func(qb *queen.QueueBuilder) [4]time.Duration {
+		a, b, c, d := queen.BuilderDurations(qb)
+		return [4]time.Duration{a, b, c, d}
+	}
+	require.Equal(t, [4]time.Duration{}, durations(q), "timeout and lease default to 0 (30 s, the queue's), no renewal, no idle stop")
+
+	// Each Duration form sets its option, as its seed-shaped twin does.
+	goForm := q.Timeout(1500 * time.Millisecond).Lease(90 * time.Second).RenewLeaseEvery(2 * time.Second).Idle(time.Minute)
+	seedForm := q.TimeoutMillis(1500).LeaseSeconds(90).RenewLease(true, 2000).IdleMillis(60000)
+	want := [4]time.Duration{1500 * time.Millisecond, 90 * time.Second, 2 * time.Second, time.Minute}
+	require.Equal(t, want, durations(goForm))
+	require.Equal(t, want, durations(seedForm))
+
+	// Both forms set one option: the last call wins, either way round.
+	require.Equal(t, [4]time.Duration{time.Second, 5 * time.Second, 3 * time.Second, 7 * time.Millisecond},
+		durations(goForm.TimeoutMillis(1000).LeaseSeconds(5).RenewLease(true, 3000).IdleMillis(7)))
+	require.Equal(t, [4]time.Duration{2 * time.Second, 4 * time.Second, time.Second, time.Hour},
+		durations(seedForm.Timeout(2*time.Second).Lease(4*time.Second).RenewLeaseEvery(time.Second).Idle(time.Hour)))
+
+	// Zero turns renewal off in both forms.
+	require.Zero(t, durations(goForm.RenewLease(false, 0))[2])
+	require.Zero(t, durations(seedForm.RenewLeaseEvery(0))[2])
+
+	// A lease under a second is refused, as the broker and Queen refuse it,
+	// by the call that finishes the chain, naming the option.
+	_, err := q.Lease(500 * time.Millisecond).Wait(false).Pop(context.Background())
+	var ae *queen.ArgumentError
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, "QueueBuilder.Lease", ae.Field)
+	require.Contains(t, ae.Error(), "500ms")
+}
+
+func TestQueueBuilder_PushPayloadIDs(t *testing.T) {
+	t.Parallel()
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+		ctx := context.Background()
+		const trace = "0190b5a4-7c1e-7d3a-9f00-000000000001"
+		res, err := b.Queue("orders").Push(ctx,
+			queen.Payload{Data: map[string]any{"n": 0}, TransactionID: "order-1", TraceID: trace},
+			map[string]any{"n": 1},
+			&queen.Payload{Data: json.RawMessage(`{"n":2}`), TransactionID: "order-2"},
+		)
+		require.NoError(t, err)
+		require.Len(t, res, 3)
+		require.Equal(t, "order-1", res[0].TransactionID)
+		require.NotEmpty(t, res[1].TransactionID, "generated")
+		require.Equal(t, "order-2", res[2].TransactionID)
+
+		// The same transaction id again: no second message.
+		again, err := b.Queue("orders").Push(ctx, queen.Payload{Data: map[string]any{"n": 9}, TransactionID: "order-1"})
+		require.NoError(t, err)
+		require.Equal(t, queen.PushDuplicate, again[0].Status)
+		require.Equal(t, res[0].MessageID, again[0].MessageID)
+
+		msgs, err := b.Queue("orders").Batch(10).Wait(false).Pop(ctx)
+		require.NoError(t, err)
+		require.Len(t, msgs, 3, "the duplicate was not stored")
+		require.Equal(t, 0, dataN(msgs[0]), "the first push wins")
+		require.Equal(t, "order-1", msgs[0].TransactionID)
+		require.Equal(t, trace, msgs[0].TraceID)
+		require.Empty(t, msgs[1].TraceID)
+		require.Equal(t, `{"n":2}`, string(msgs[2].Payload), "Data is encoded as any payload")
+
+		_, err = b.Queue("orders").Push(ctx, (*queen.Payload)(nil))
+		require.ErrorIs(t, err, queen.ErrInvalidArgument)
+		_, err = b.Queue("orders").Push(ctx, queen.Payload{Data: func() {}})
+		require.ErrorIs(t, err, queen.ErrInvalidArgument, "not encodable")
+		_, err = b.Queue("orders").Push(ctx, queen.Payload{Data: 1, TransactionID: strings.Repeat("x", 256)})
+		require.ErrorIs(t, err, queen.ErrInvalidArgument, "too long")
+	})
 }
 
 func TestQueueBuilder_PushAndPop(t *testing.T) {

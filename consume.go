@@ -52,22 +52,40 @@ type Settlement struct {
 // Run it with [Consumer.Execute] (blocking) or [Consumer.Start].
 //
 // The loop long-polls for messages (see the builder's Batch, Partitions,
-// Wait and TimeoutMillis), calls fn, and settles each message from fn's
+// Wait and Timeout), calls fn, and settles each message from fn's
 // result (see [Handler]) before going on. When a message is not settled
 // for good (it fails with retries left, or is retried or in progress), the
 // rest of its partition's messages in that pop are skipped: they come back,
 // in order, after it. Other partitions' messages are handled as usual.
 //
 // The loop stops when ctx (or the ctx given to Execute or Start) ends,
-// after Limit messages, after IdleMillis with nothing to do, or with
-// [Consumer.Stop] or the client's Close ([Broker.Close]). Stopping takes no new messages, gives
-// back at once (with an ack of status retry, which spends no retry) those
-// taken but not started, and waits for running handlers up to the drain
-// timeout. A handler that fails because of the stop spends no retry
-// either: see [Stopping].
+// after Limit messages, after Idle with nothing to do, or with
+// [Consumer.Stop] or the client's Close ([Broker.Close]). Stopping takes
+// no new messages, gives back at once (with an ack of status retry, which
+// spends no retry) those taken but not started, and waits for running
+// handlers up to the drain timeout. A handler that fails because of the
+// stop spends no retry either: see [Stopping].
 //
-// ctx is kept by the consumer, only to stop it: Queen's clients take it
-// here, and code written for them passes it.
+// # Contexts
+//
+// One context governs a loop's whole life. Queen's clients take it here
+// and again in Execute, so the usual form passes the same ctx twice:
+//
+//	err := c.Queue("tasks").Consume(ctx, handle).Execute(ctx)
+//
+// The two places mean the same, so passing [context.Background] to either
+// one leaves the other in charge:
+//   - the end of either ctx stops the loop, gracefully, as described above;
+//   - the handlers' ctx carries the values of both (those of Execute's or
+//     Start's ctx first), but not their end: a stop does not cancel a
+//     running handler, which learns of it through [Stopping]; its ctx ends
+//     only when the drain timeout runs out;
+//   - acks, lease renewals and give-backs run with the same values and
+//     are not cut short by the stop.
+//
+// Consume keeps ctx until the loop ends, for that purpose only. Two other
+// contexts bound single calls: [Consumer.Stop]'s bounds one drain, and
+// [QueueBuilder.Pop]'s one pop.
 func (q *QueueBuilder) Consume(ctx context.Context, fn Handler) *Consumer {
 	c := &Consumer{q: *q, parent: ctx, each: fn}
 	if fn == nil {
@@ -78,7 +96,7 @@ func (q *QueueBuilder) Consume(ctx context.Context, fn Handler) *Consumer {
 
 // ConsumeBatch is [QueueBuilder.Consume] with a handler that gets each
 // pop's messages at once (one at a time with Each). Its result applies to
-// every message of the batch.
+// every message of the batch. ctx is as in Consume.
 func (q *QueueBuilder) ConsumeBatch(ctx context.Context, fn BatchHandler) *Consumer {
 	c := &Consumer{q: *q, parent: ctx, batch: fn}
 	if fn == nil {
@@ -155,10 +173,11 @@ func (c *Consumer) OnSettled(fn func(Settlement)) *Consumer {
 	return c
 }
 
-// Execute runs the loop until it stops (see [QueueBuilder.Consume]). It
-// returns nil when the loop stopped cleanly, including on cancellation of
-// ctx; a [*DrainError] when stopping left handlers running past the drain
-// timeout; or the error that ended the loop (an invalid option, or a
+// Execute runs the loop until it stops (see [QueueBuilder.Consume]); ctx
+// governs the loop as the ctx given to Consume does (see Contexts there).
+// It returns nil when the loop stopped cleanly, including on cancellation
+// of ctx; a [*DrainError] when stopping left handlers running past the
+// drain timeout; or the error that ended the loop (an invalid option, or a
 // closed client).
 func (c *Consumer) Execute(ctx context.Context) error {
 	if err := c.Start(ctx); err != nil {
@@ -170,10 +189,12 @@ func (c *Consumer) Execute(ctx context.Context) error {
 }
 
 // Start runs the loop in the background until it stops; ctx ending stops
-// it, as [Consumer.Stop] does. See [Consumer.Done] and [Consumer.Err]. It
-// returns [ErrClosed] once the client's Close ([Broker.Close]) has begun, [ErrConsumerStarted] if the loop
-// already ran, ctx's error if ctx has ended, and the invalid option, if
-// any; the loop then does not start.
+// it, as [Consumer.Stop] does, and ctx otherwise governs the loop as the
+// ctx given to Consume does (see Contexts at [QueueBuilder.Consume]). See
+// [Consumer.Done] and [Consumer.Err]. It returns [ErrClosed] once the
+// client's Close ([Broker.Close]) has begun, [ErrConsumerStarted] if the
+// loop already ran, the error of either ctx if it has ended, and the
+// invalid option, if any; the loop then does not start.
 func (c *Consumer) Start(ctx context.Context) error {
 	if c.err != nil {
 		return c.err
@@ -258,6 +279,21 @@ func (c *Consumer) run() *run {
 }
 
 type stopKey struct{}
+
+// valuesOf is a context with the values of its own Context and, for keys
+// that one lacks, those of also; everything else is its own Context's.
+type valuesOf struct {
+	context.Context
+	also context.Context
+}
+
+// Value returns the value of key in the context, else in also.
+func (v valuesOf) Value(key any) any {
+	if x := v.Context.Value(key); x != nil {
+		return x
+	}
+	return v.also.Value(key)
+}
 
 // Stopping returns a channel that is closed once the consume loop that
 // called the handler holding ctx has been asked to stop, so a long handler
@@ -363,6 +399,9 @@ func newRun(c *Consumer, ctx context.Context) *run {
 	r.ends = [2]context.Context{ctx, c.parent}
 	r.cond = sync.NewCond(&r.mu)
 	base := context.WithoutCancel(ctx)
+	if c.parent != nil && c.parent != ctx {
+		base = valuesOf{base, c.parent}
+	}
 	r.ackCtx = base
 	r.popCtx, r.popCancel = context.WithCancel(base)
 	hctx, hcancel := context.WithCancel(base)
@@ -410,6 +449,15 @@ func (r *run) interrupted() bool {
 		}
 	}
 	return false
+}
+
+// stopIfInterrupted makes the loop stop at once if it has been asked to,
+// without waiting for the hook of an ended ctx to run: a handler that
+// cancels the loop's ctx sees no further message started.
+func (r *run) stopIfInterrupted() {
+	if r.interrupted() {
+		r.requestStop()
+	}
 }
 
 // finish marks the loop over for its callers.
@@ -667,6 +715,7 @@ func (r *run) leaseDone(j *job) {
 // or the lease was lost).
 func (r *run) runLane(j *job) {
 	for {
+		r.stopIfInterrupted()
 		r.mu.Lock()
 		if r.abandoned || j.next >= len(j.msgs) {
 			r.mu.Unlock()
@@ -715,6 +764,7 @@ func (r *run) runLane(j *job) {
 
 // runBatch hands a whole pop to the batch handler.
 func (r *run) runBatch(j *job) {
+	r.stopIfInterrupted()
 	r.mu.Lock()
 	if r.stopping {
 		j.next = len(j.msgs)

@@ -933,3 +933,93 @@ func TestConsume_ManyConsumersRandomOutcomes(t *testing.T) {
 	require.Zero(t, groups[0].Lag)
 	require.Zero(t, b.Counters().Acked[queen.AckFailed], "the policy never spends the queue's budget")
 }
+
+// One ctx is enough for a loop's life, given in either place or both: its
+// end stops the loop gracefully, and its values reach the handlers.
+func TestConsume_OneContextGovernsTheLoop(t *testing.T) {
+	t.Parallel()
+	type key struct{}
+	for name, place := range map[string]struct{ consume, execute bool }{
+		"same ctx twice":  {true, true},
+		"Consume's alone": {true, false},
+		"Execute's alone": {false, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := queentest.NewBroker(t, nil)
+			pushTo(t, b, "q", "Default", numbered(3)...)
+			ctx, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "tenant-7"))
+			defer cancel()
+			consumeCtx, executeCtx := context.Background(), context.Background()
+			if place.consume {
+				consumeCtx = ctx
+			}
+			if place.execute {
+				executeCtx = ctx
+			}
+			started := make(chan struct{}, 1)
+			type seen struct {
+				value   any
+				stopped bool
+				ended   error
+			}
+			got := make(chan seen, 3)
+			col := newCollector()
+			c := b.Queue("q").Batch(3).Each().Consume(consumeCtx, func(hctx context.Context, msg *queen.Message) error {
+				started <- struct{}{}
+				_, stopped := <-queen.Stopping(hctx)
+				got <- seen{hctx.Value(key{}), !stopped, hctx.Err()}
+				return nil
+			}).OnSettled(col.add)
+			errc := make(chan error, 1)
+			go func() { errc <- c.Execute(executeCtx) }()
+			recv(t, started)
+			cancel()
+			require.NoError(t, recv(t, errc), "a stop by ctx is a clean end")
+			s := recv(t, got)
+			require.Equal(t, "tenant-7", s.value, "the handler's ctx carries ctx's values")
+			require.True(t, s.stopped, "the handler learnt of the stop")
+			require.NoError(t, s.ended, "the stop does not cancel a running handler")
+			require.Empty(t, got, "one message handled")
+			outcomes := map[queen.Outcome]int{}
+			for _, x := range col.list() {
+				outcomes[x.Outcome]++
+			}
+			require.Equal(t, map[queen.Outcome]int{queen.OutcomeAccepted: 1, queen.OutcomeReleased: 2}, outcomes, "the rest was given back")
+			require.EqualValues(t, 1, cursorOf(t, b, "q", "Default", "").Offset)
+		})
+	}
+}
+
+// A handler that ends the loop's ctx (as a signal would) sees no further
+// message started, even before the ctx's hook has stopped the loop.
+func TestConsume_CancelInHandlerStartsNoMoreMessages(t *testing.T) {
+	t.Parallel()
+	for _, inConsume := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ctx in Consume %v", inConsume), func(t *testing.T) {
+			t.Parallel()
+			for range 10 { // the hook runs on its own goroutine: give it chances to lose
+				b := queentest.NewBroker(t, nil)
+				pushTo(t, b, "q", "Default", numbered(3)...)
+				ctx, cancel := context.WithCancel(context.Background())
+				consumeCtx, executeCtx := ctx, context.Background()
+				if !inConsume {
+					consumeCtx, executeCtx = context.Background(), ctx
+				}
+				var handled []int
+				err := b.Queue("q").Batch(3).Each().Consume(consumeCtx, func(_ context.Context, msg *queen.Message) error {
+					handled = append(handled, dataN(msg))
+					if dataN(msg) == 1 {
+						cancel()
+					}
+					return nil
+				}).Execute(executeCtx)
+				require.NoError(t, err)
+				require.Equal(t, []int{0, 1}, handled)
+				require.EqualValues(t, 2, cursorOf(t, b, "q", "Default", "").Offset, "2 went back")
+				require.Empty(t, cursorOf(t, b, "q", "Default", "").LeaseID)
+				cancel()
+			}
+		})
+	}
+}

@@ -61,8 +61,10 @@
 // delivers a message again, so handlers should be idempotent (a
 // [Broker.Transaction] that acks the input and pushes the output, with
 // transactionId dedup, gives effectively-once hand-off between stages).
-// [PopRequest.AutoAck] is at-most-once. Within a group, a partition's
-// messages are delivered in offset order and a settled message is never
+// [PopRequest.CommitOnDelivery] (the wire's autoAck=true) is
+// at-most-once; the builder's [QueueBuilder.AutoAck] is not (the consume
+// loop acks after the handler). Within a group, a partition's messages
+// are delivered in offset order and a settled message is never
 // delivered to that group again (unless a seek moves the group back). Lease
 // expiry never spends the retry budget, so a message that crashes its
 // worker process every time comes back forever.

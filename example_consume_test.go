@@ -2,6 +2,7 @@ package queen_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -218,4 +219,105 @@ func ExampleConsumer_Stop() {
 	// "resize" accepted
 	// "compress" released
 	// "upload" released
+}
+
+// One context governs a consume loop's whole life: here a signal handler's
+// ctx would be cancelled by a deploy. Its end stops the loop cleanly, and
+// its values reach the handlers.
+func ExampleQueueBuilder_Consume_oneContext() {
+	b, err := queen.Open("", &queen.Options{InMemory: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer b.Close()
+	type tenantKey struct{}
+	ctx, stop := context.WithCancel(context.WithValue(context.Background(), tenantKey{}, "acme"))
+	defer stop()
+
+	if _, err := b.Queue("tasks").Push(ctx, "resize", "compress", "upload"); err != nil {
+		log.Fatal(err)
+	}
+	err = b.Queue("tasks").Each().
+		Consume(ctx, func(hctx context.Context, msg *queen.Message) error {
+			var task string
+			if err := json.Unmarshal(msg.Payload, &task); err != nil {
+				return queen.Reject(err)
+			}
+			fmt.Println(hctx.Value(tenantKey{}), task)
+			if task == "compress" {
+				stop() // as a SIGTERM would: no new message, this one finishes
+			}
+			return nil
+		}).
+		Execute(ctx) // the same ctx: it is all the loop needs
+	fmt.Println("stopped:", err)
+	// Output:
+	// acme resize
+	// acme compress
+	// stopped: <nil>
+}
+
+// Durations take a time.Duration; the millisecond and second forms of
+// Queen's clients (TimeoutMillis, LeaseSeconds, RenewLease(true, ms),
+// IdleMillis) set the same options.
+func ExampleQueueBuilder_RenewLeaseEvery() {
+	b, err := queen.Open("", &queen.Options{InMemory: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	if _, err := b.Queue("reports").Push(ctx, map[string]any{"id": 1}, map[string]any{"id": 2}); err != nil {
+		log.Fatal(err)
+	}
+
+	err = b.Queue("reports").
+		Lease(30*time.Second).           // each pop leases its messages for 30 s...
+		RenewLeaseEvery(10*time.Second). // ...renewed every 10 s while a handler runs
+		Timeout(5*time.Second).          // one waiting pop waits at most 5 s
+		Idle(20*time.Millisecond).       // stop once there is nothing to do
+		Each().
+		Consume(ctx, func(ctx context.Context, msg *queen.Message) error {
+			fmt.Println("report", msg.Data["id"])
+			return nil
+		}).
+		Execute(ctx)
+	fmt.Println("idle, stopped:", err)
+	// Output:
+	// report 1
+	// report 2
+	// idle, stopped: <nil>
+}
+
+// A Payload gives a message its own transaction id, which makes the push
+// idempotent, and a trace id.
+func ExampleQueueBuilder_Push_payload() {
+	b, err := queen.Open("", &queen.Options{InMemory: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+
+	order := map[string]any{"id": 9137, "total": 30}
+	for range 2 { // a retried request pushes the same order twice
+		res, err := b.Queue("orders").Push(ctx, queen.Payload{
+			Data:          order,
+			TransactionID: "order-9137-created",
+			TraceID:       "0190b5a4-7c1e-7d3a-9f00-000000000001",
+		})
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(res[0].Status)
+	}
+	msgs, err := b.Queue("orders").Batch(10).Wait(false).Pop(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(len(msgs), msgs[0].TransactionID, msgs[0].TraceID)
+	// Output:
+	// queued
+	// duplicate
+	// 1 order-9137-created 0190b5a4-7c1e-7d3a-9f00-000000000001
 }

@@ -46,8 +46,17 @@ type PopRequest struct {
 	// LeaseTime (60 s for discovery pops). Below 1 s it is refused (Queen
 	// counts leases in whole seconds); above, it is kept to the microsecond.
 	Lease time.Duration
-	// AutoAck settles the messages as they are handed out: no lease, no ack,
-	// at-most-once.
+	// CommitOnDelivery moves the group's cursor past the messages as they
+	// are handed out: no lease, no ack, at-most-once (a crash after the pop
+	// loses them). It is the wire's autoAck=true and the builder's
+	// [QueueBuilder.CommitOnDelivery], not the builder's AutoAck (the
+	// consume loop acking after the handler).
+	CommitOnDelivery bool
+	// AutoAck is the former name of CommitOnDelivery; either set means
+	// commit on delivery.
+	//
+	// Deprecated: use CommitOnDelivery. The name was confusing next to
+	// [QueueBuilder.AutoAck], which means the loop settles after handling.
 	AutoAck bool
 	// SubscriptionMode is where a new group starts; SubscriptionFrom, when
 	// set, wins and starts it at that time. Both are fixed by the group's
@@ -60,7 +69,7 @@ type PopRequest struct {
 	SubscriptionFrom time.Time
 	// Conflation makes a new group receive only the newest message of each
 	// partition, skipping older ones. Fixed by the group's first pop; needs
-	// a named group and refuses AutoAck.
+	// a named group and refuses CommitOnDelivery.
 	Conflation bool
 	// Autopilot lets the broker choose Batch (100–1000, from the group's
 	// ack rate) and Partitions (the ready ones, shared among waiting pops)
@@ -109,7 +118,7 @@ type PopResult struct {
 	Queue             string
 	Partition         string // first claimed partition
 	PartitionID       string
-	LeaseID           string // shared by every claimed partition; "" with AutoAck
+	LeaseID           string // shared by every claimed partition; "" with CommitOnDelivery
 	ConsumerGroup     string
 	PartitionsClaimed int
 	// Conflating is set when the group conflates (an empty pop of such a
@@ -119,6 +128,7 @@ type PopResult struct {
 }
 
 func (r *PopRequest) normalize() error {
+	r.CommitOnDelivery = r.CommitOnDelivery || r.AutoAck
 	if r.Queue != "" {
 		if err := checkName("PopRequest.Queue", r.Queue); err != nil {
 			return err
@@ -154,8 +164,8 @@ func (r *PopRequest) normalize() error {
 	if r.Conflation && r.Group == "" {
 		return argErr("PopRequest.Conflation", "needs a consumer group")
 	}
-	if r.Conflation && r.AutoAck {
-		return argErr("PopRequest.Conflation", "cannot be combined with AutoAck")
+	if r.Conflation && r.CommitOnDelivery {
+		return argErr("PopRequest.Conflation", "cannot be combined with CommitOnDelivery")
 	}
 	if r.Batch > 10000 {
 		r.Batch = 10000
@@ -380,8 +390,8 @@ func (b *Broker) popOnce(ctx context.Context, req *PopRequest, ps *popState) (*P
 func (b *Broker) join(q *queue, req *PopRequest, now int64, recreated bool) (*group, []op, error) {
 	name := groupName(req.Group)
 	if g := q.groups[name]; g != nil {
-		if g.conflation && req.AutoAck {
-			return nil, nil, argErr("PopRequest.AutoAck", "group %q conflates; it cannot autoAck", name)
+		if g.conflation && req.CommitOnDelivery {
+			return nil, nil, argErr("PopRequest.CommitOnDelivery", "group %q conflates; it cannot autoAck", name)
 		}
 		return g, nil, nil
 	}
@@ -464,7 +474,7 @@ func (b *Broker) claim(g *group, p *partition, req *PopRequest, now int64) ([]cl
 	}
 	budget, parts = max(budget, 1), max(parts, 1)
 	var l *lease
-	if !req.AutoAck {
+	if !req.CommitOnDelivery {
 		d := req.Lease
 		if d == 0 {
 			d = g.q.leaseTime()
@@ -593,7 +603,7 @@ func (b *Broker) deliver(ctx context.Context, g *group, l *lease, claims []claim
 			cl.attempts[j] = c.att.get(off)
 			cl.fl.msgs[j] = flight{off: off, txid: cl.msgs[j].TxID}
 		}
-		if req.AutoAck {
+		if req.CommitOnDelivery {
 			c.offset = cl.fl.end
 			b.repend(c.p)
 			c.consumed += int64(len(cl.offs))
@@ -624,7 +634,7 @@ func (b *Broker) deliver(ctx context.Context, g *group, l *lease, claims []claim
 	if readErr != nil {
 		return nil, readErr
 	}
-	if done != nil && req.AutoAck {
+	if done != nil && req.CommitOnDelivery {
 		if err := waitCtx(context.WithoutCancel(ctx), done); err != nil {
 			return nil, err
 		}

@@ -54,7 +54,7 @@ func (h *handler) popParams(r *http.Request, req *queen.PopRequest) error {
 	req.Wait = p.boolean("wait", false)
 	timeout := time.Duration(min(p.num("timeout", h.timeout.Milliseconds()), maxTimeout.Milliseconds())) * time.Millisecond
 	req.Timeout = timeout
-	req.AutoAck = p.boolean("autoAck", false)
+	req.CommitOnDelivery = p.boolean("autoAck", false)
 	if secs := p.num("leaseSeconds", 0); secs > maxLeaseSeconds {
 		p.fail("leaseSeconds must be at most %d", maxLeaseSeconds)
 	} else {
@@ -81,7 +81,7 @@ func (h *handler) popParams(r *http.Request, req *queen.PopRequest) error {
 	switch {
 	case req.Conflation && (req.Group == "" || req.Group == queen.QueueModeGroup):
 		return badRequest("conflation needs a consumerGroup")
-	case req.Conflation && req.AutoAck:
+	case req.Conflation && req.CommitOnDelivery:
 		return badRequest("conflation cannot be combined with autoAck")
 	}
 	if req.Wait && timeout == 0 {

@@ -186,8 +186,8 @@ type popMessageJS struct {
 var emptyPops = map[string]bool{"no_available_partition": true, "lease_held": true, "partition_not_found": true,
 	"window_buffer_active": true, "paused": true}
 
-// popQuery checks req as the broker does and builds the pop's path and
-// query.
+// popQuery checks req as the broker does (the deprecated AutoAck counts
+// as CommitOnDelivery) and builds the pop's path and query.
 func popQuery(req *queen.PopRequest) (string, url.Values, error) {
 	bad := func(field, reason string) error {
 		return &queen.ArgumentError{Field: "PopRequest." + field, Reason: reason}
@@ -220,8 +220,9 @@ func popQuery(req *queen.PopRequest) (string, url.Values, error) {
 	if req.Conflation && group == "" {
 		return "", nil, bad("Conflation", "needs a consumer group")
 	}
-	if req.Conflation && req.AutoAck {
-		return "", nil, bad("Conflation", "cannot be combined with AutoAck")
+	req.CommitOnDelivery = req.CommitOnDelivery || req.AutoAck // the deprecated name still counts
+	if req.Conflation && req.CommitOnDelivery {
+		return "", nil, bad("Conflation", "cannot be combined with CommitOnDelivery")
 	}
 	q := url.Values{}
 	path := "/api/v1/pop"
@@ -259,7 +260,7 @@ func popQuery(req *queen.PopRequest) (string, url.Values, error) {
 		q.Set("wait", "true")
 		q.Set("timeout", strconv.FormatInt(waitOf(req).Milliseconds(), 10))
 	}
-	if req.AutoAck {
+	if req.CommitOnDelivery {
 		q.Set("autoAck", "true")
 	}
 	if req.Lease > 0 {
@@ -352,7 +353,7 @@ func (c *Client) Pop(ctx context.Context, req queen.PopRequest) (*queen.PopResul
 			PartitionID: m.PartitionID, ConsumerGroup: firstOf(m.ConsumerGroup, res.ConsumerGroup), LeaseID: either(m.LeaseID, nil),
 			TraceID: either(m.TraceID, nil), ProducerSub: either(m.ProducerSub, nil), Payload: m.Data,
 		}
-		if msg.LeaseID == "" && !req.AutoAck {
+		if msg.LeaseID == "" && !req.CommitOnDelivery {
 			msg.LeaseID = res.LeaseID
 		}
 		if len(msg.Payload) == 0 {

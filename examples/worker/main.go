@@ -83,8 +83,8 @@ func run(dir, url string, seed int, idle time.Duration, logger *slog.Logger) err
 		Group("workers").
 		SubscriptionMode(queen.SubscriptionModeAll).
 		Concurrency(4).
-		RenewLease(true, 10_000).
-		IdleMillis(int(idle.Milliseconds())).
+		RenewLeaseEvery(10*time.Second).
+		Idle(idle).
 		RetryPolicy(queen.ExponentialRetry(3, 100*time.Millisecond, 2*time.Second)).
 		Each().
 		Consume(ctx, handle).

@@ -68,6 +68,9 @@ var cases = []struct {
 }{
 	{"PushPopAck", testPushPopAck},
 	{"DuplicatePush", testDuplicatePush},
+	{"BuilderPushIDs", testBuilderPushIDs},
+	{"CommitOnDelivery", testCommitOnDelivery},
+	{"BuilderLease", testBuilderLease},
 	{"ConsumeEach", testConsumeEach},
 	{"ConsumeBatch", testConsumeBatch},
 	{"ConsumeConcurrency", testConsumeConcurrency},
@@ -241,6 +244,89 @@ func testDuplicatePush(e *env) {
 	msgs := e.pop(e.c.Queue("dup").Batch(10))
 	require.Len(t, msgs, 2)
 	require.Equal(t, 1, nOf(msgs[0]), "the first push wins")
+}
+
+// The builder's Push sets transaction and trace ids per payload: the
+// same transaction id twice stores one message.
+func testBuilderPushIDs(e *env) {
+	t := e.t
+	const trace = "0190b5a4-7c1e-7d3a-9f00-000000000001"
+	q := e.c.Queue("idem").Partition("p")
+	first, err := q.Push(e.ctx, queen.Payload{Data: map[string]any{"n": 1}, TransactionID: "order-1", TraceID: trace}, map[string]any{"n": 2})
+	require.NoError(t, err)
+	require.Equal(t, []queen.PushStatus{queen.PushQueued, queen.PushQueued}, []queen.PushStatus{first[0].Status, first[1].Status})
+	require.Equal(t, "order-1", first[0].TransactionID)
+	again, err := q.Push(e.ctx, &queen.Payload{Data: map[string]any{"n": 3}, TransactionID: "order-1"})
+	require.NoError(t, err)
+	require.Equal(t, queen.PushDuplicate, again[0].Status)
+	require.Equal(t, first[0].MessageID, again[0].MessageID)
+	msgs := e.pop(e.c.Queue("idem").Batch(10))
+	require.Len(t, msgs, 2, "one message per transaction id")
+	require.Equal(t, 1, nOf(msgs[0]), "the first push wins")
+	require.Equal(t, "order-1", msgs[0].TransactionID)
+	require.Equal(t, trace, msgs[0].TraceID)
+	require.Empty(t, msgs[1].TraceID)
+}
+
+// A pop that commits on delivery hands messages out with no lease and
+// moves the cursor, whether asked by PopRequest.CommitOnDelivery, its
+// deprecated name AutoAck, or the builder.
+func testCommitOnDelivery(e *env) {
+	t := e.t
+	e.push("live", "", numbered(4)...)
+	base := queen.PopRequest{Queue: "live", Group: "g", SubscriptionMode: queen.SubscriptionModeAll}
+	pops := []func() []*queen.Message{
+		func() []*queen.Message {
+			req := base
+			req.CommitOnDelivery = true
+			res, err := e.c.Pop(e.ctx, req)
+			require.NoError(t, err)
+			return res.Messages
+		},
+		func() []*queen.Message {
+			req := base
+			req.AutoAck = true //nolint:staticcheck // the deprecated name must keep working
+			res, err := e.c.Pop(e.ctx, req)
+			require.NoError(t, err)
+			return res.Messages
+		},
+		func() []*queen.Message {
+			return e.pop(e.c.Queue("live").Group("g").Autopilot(false).CommitOnDelivery(true))
+		},
+	}
+	for i, pop := range pops {
+		msgs := pop()
+		require.Len(t, msgs, 1, "pop %d", i)
+		require.Equal(t, i, nOf(msgs[0]), "each pop moved the cursor past its message")
+		require.Empty(t, msgs[0].LeaseID, "no lease to ack")
+	}
+	// The last one is leased as usual: committing was per pop.
+	msgs := e.pop(e.c.Queue("live").Group("g"))
+	require.Len(t, msgs, 1)
+	require.Equal(t, 3, nOf(msgs[0]))
+	require.NotEmpty(t, msgs[0].LeaseID)
+
+	_, err := e.c.Pop(e.ctx, queen.PopRequest{Queue: "live", Group: "c", Conflation: true, CommitOnDelivery: true})
+	require.ErrorIs(t, err, queen.ErrInvalidArgument, "conflation refuses it")
+}
+
+// The builder's Duration forms reach the backend: a Lease(d) pop's lease
+// runs out after d.
+func testBuilderLease(e *env) {
+	t := e.t
+	e.push("short", "", `{"n":1}`)
+	msgs := e.pop(e.c.Queue("short").Lease(5 * time.Second))
+	require.Len(t, msgs, 1)
+	e.clock.Advance(4 * time.Second)
+	require.Empty(t, e.pop(e.c.Queue("short")), "still leased")
+	e.clock.Advance(2 * time.Second)
+	again := e.pop(e.c.Queue("short"))
+	require.Len(t, again, 1, "delivered again after the 5 s lease ran out")
+	require.Equal(t, 2, again[0].DeliveryAttempt)
+
+	empty, err := e.c.Queue("none").Timeout(time.Millisecond).Pop(e.ctx)
+	require.NoError(t, err)
+	require.Empty(t, empty, "a short wait ends empty")
 }
 
 func testConsumeEach(e *env) {

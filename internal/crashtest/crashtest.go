@@ -46,7 +46,7 @@ const (
 	NamedGroup  = "g1"
 
 	AutoQueue     = "auto" // read by an auto-ack group and a conflating group
-	AutoGroup     = "ag"   // pops with AutoAck
+	AutoGroup     = "ag"   // pops with CommitOnDelivery
 	ConflateGroup = "cg"   // conflates: receives the newest message of a partition
 	CapIn         = "capin"
 	CapOut        = "capout" // MaxSize CapMax, drained slowly: transactions into it are refused

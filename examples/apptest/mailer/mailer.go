@@ -70,7 +70,7 @@ func (s *Service) Enqueue(ctx context.Context, id string, e Email) error {
 // runs one or more.
 func (s *Service) Start(ctx context.Context) (*queen.Consumer, error) {
 	c := s.b.Queue(Queue).
-		LeaseSeconds(int(Lease/time.Second)).
+		Lease(Lease).
 		RetryPolicy(queen.FixedRetry(Attempts, RetryDelay)).
 		Consume(ctx, s.handle)
 	if err := c.Start(ctx); err != nil {

@@ -291,14 +291,14 @@ func main() {
 		}
 	}
 
-	// Reads AutoQueue with AutoAck: what a pop returned is settled, never
+	// Reads AutoQueue with CommitOnDelivery: what a pop returned is settled, never
 	// delivered again, crash or not.
 	autoAcker := func() {
 		defer wg.Done()
 		rng := rngFor(400)
 		for !stop.Load() {
 			res, err := b.Pop(ctx, queen.PopRequest{Queue: crashtest.AutoQueue, Group: crashtest.AutoGroup, SubscriptionMode: queen.SubscriptionModeAll,
-				AutoAck: true, Batch: 1 + rng.IntN(5), Wait: true, Timeout: 100 * time.Millisecond})
+				CommitOnDelivery: true, Batch: 1 + rng.IntN(5), Wait: true, Timeout: 100 * time.Millisecond})
 			if err != nil {
 				log.fatal("auto-ack pop: %v", err)
 			}
