@@ -285,8 +285,8 @@ func newCloseFixture(t *testing.T, b *queen.Broker) *closeFixture {
 	require.NoError(t, err)
 	pushN(t, b, "nsq", "", 5)
 	pushN(t, b, "idle", "ip", 1)
-	_ = pop(t, b, queen.PopRequest{Queue: "idle", Group: "ig", SubscriptionMode: queen.SubscriptionModeAll, AutoAck: true})
-	_ = pop(t, b, queen.PopRequest{Queue: "idle", AutoAck: true})
+	_ = pop(t, b, queen.PopRequest{Queue: "idle", Group: "ig", SubscriptionMode: queen.SubscriptionModeAll, CommitOnDelivery: true})
+	_ = pop(t, b, queen.PopRequest{Queue: "idle", CommitOnDelivery: true})
 	_ = pop(t, b, queen.PopRequest{Queue: "q", Group: "gseek"})
 	pushN(t, b, "dq", "", 4)
 	msgs := pop(t, b, queen.PopRequest{Queue: "dq", Batch: 4}).Messages

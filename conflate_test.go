@@ -35,7 +35,7 @@ func TestConflate_OnlyNewestPerPartition(t *testing.T) {
 		require.Len(t, all.Messages, 3)
 
 		// Fixed by the first pop: a conflating group refuses autoAck later.
-		_, err := b.Pop(bg, queen.PopRequest{Queue: "prices", Group: "repricer", AutoAck: true})
+		_, err := b.Pop(bg, queen.PopRequest{Queue: "prices", Group: "repricer", CommitOnDelivery: true})
 		require.ErrorIs(t, err, queen.ErrInvalidArgument)
 	})
 }

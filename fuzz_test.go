@@ -62,7 +62,7 @@ func FuzzPayloadRoundTrip(f *testing.F) {
 		require.Equal(t, want, []byte(leased.Messages[0].Payload))
 		ackAll(t, b, leased.Messages, queen.AckCompleted)
 
-		auto := pop(t, b, queen.PopRequest{Queue: "fuzz", Partition: part, AutoAck: true})
+		auto := pop(t, b, queen.PopRequest{Queue: "fuzz", Partition: part, CommitOnDelivery: true})
 		require.Len(t, auto.Messages, 1)
 		require.Equal(t, want, []byte(auto.Messages[0].Payload))
 	})

@@ -128,11 +128,11 @@ func TestHoles_EveryKindOfPopStepsOver(t *testing.T) {
 		require.NoError(t, b.DeleteMessage(bg, pid, "a"))
 		require.NoError(t, b.DeleteMessage(bg, pid, "c"))
 
-		auto := pop(t, b, queen.PopRequest{Queue: "q", Group: "auto", SubscriptionMode: queen.SubscriptionModeAll, AutoAck: true})
+		auto := pop(t, b, queen.PopRequest{Queue: "q", Group: "auto", SubscriptionMode: queen.SubscriptionModeAll, CommitOnDelivery: true})
 		require.Equal(t, []string{"b"}, txids(auto.Messages))
-		auto = pop(t, b, queen.PopRequest{Queue: "q", Group: "auto", AutoAck: true})
+		auto = pop(t, b, queen.PopRequest{Queue: "q", Group: "auto", CommitOnDelivery: true})
 		require.Equal(t, []string{"d"}, txids(auto.Messages))
-		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "q", Group: "auto", AutoAck: true}).Messages)
+		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "q", Group: "auto", CommitOnDelivery: true}).Messages)
 
 		named := pop(t, b, queen.PopRequest{Queue: "q", Group: "part", SubscriptionMode: queen.SubscriptionModeAll, Partition: queen.DefaultPartition, Batch: 10})
 		require.Equal(t, []string{"b", "d"}, txids(named.Messages))

@@ -211,14 +211,14 @@ func TestLease_AutoAckCommitsOnDelivery(t *testing.T) {
 	t.Parallel()
 	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "metrics", "", 5)
-		pr := pop(t, b, queen.PopRequest{Queue: "metrics", Group: "live", SubscriptionMode: queen.SubscriptionModeAll, AutoAck: true, Batch: 3})
+		pr := pop(t, b, queen.PopRequest{Queue: "metrics", Group: "live", SubscriptionMode: queen.SubscriptionModeAll, CommitOnDelivery: true, Batch: 3})
 		require.Len(t, pr.Messages, 3)
 		require.Empty(t, pr.LeaseID)
 		for _, m := range pr.Messages {
 			require.Empty(t, m.LeaseID)
 		}
 		// No lease: the rest is available at once, and the first three never come back.
-		rest := pop(t, b, queen.PopRequest{Queue: "metrics", Group: "live", AutoAck: true, Batch: 10})
+		rest := pop(t, b, queen.PopRequest{Queue: "metrics", Group: "live", CommitOnDelivery: true, Batch: 10})
 		require.Equal(t, []int64{3, 4}, offsets(rest.Messages))
 		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "metrics", Group: "live", Batch: 10}).Messages)
 	})
@@ -237,9 +237,9 @@ func TestLease_DelayedProcessingAndWindowBuffer(t *testing.T) {
 		pushN(t, b, "delayed", "", 1)
 		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "delayed", Batch: 10}).Messages)
 		clock.Advance(2 * time.Second)
-		require.Equal(t, []int64{0}, offsets(pop(t, b, queen.PopRequest{Queue: "delayed", Batch: 10, AutoAck: true}).Messages), "only the first is visible")
+		require.Equal(t, []int64{0}, offsets(pop(t, b, queen.PopRequest{Queue: "delayed", Batch: 10, CommitOnDelivery: true}).Messages), "only the first is visible")
 		clock.Advance(3 * time.Second)
-		require.Equal(t, []int64{1}, offsets(pop(t, b, queen.PopRequest{Queue: "delayed", Batch: 10, AutoAck: true}).Messages))
+		require.Equal(t, []int64{1}, offsets(pop(t, b, queen.PopRequest{Queue: "delayed", Batch: 10, CommitOnDelivery: true}).Messages))
 
 		cfg = queen.DefaultQueueConfig()
 		cfg.WindowBuffer = 10 * time.Second
@@ -299,7 +299,7 @@ func TestLease_PopValidation(t *testing.T) {
 		"negative timeout":       {Queue: "q", Timeout: -1},
 		"bad mode":               {Queue: "q", Group: "g", SubscriptionMode: "sometimes"},
 		"conflation, queue mode": {Queue: "q", Conflation: true},
-		"conflation + autoAck":   {Queue: "q", Group: "g", Conflation: true, AutoAck: true},
+		"conflation + autoAck":   {Queue: "q", Group: "g", Conflation: true, CommitOnDelivery: true},
 	} {
 		_, err := b.Pop(bg, req)
 		require.ErrorIs(t, err, queen.ErrInvalidArgument, name)
@@ -371,7 +371,7 @@ func TestLease_AutoAckKeepsAttemptsOfTheRestOfABatch(t *testing.T) {
 			first := pop(t, b, queen.PopRequest{Queue: q, Batch: 2})
 			require.Equal(t, []int{1, 1}, attemptsOf(first.Messages))
 			ack(t, b, ackItems(first.Messages[:1], queen.AckRetry)...)
-			head := pop(t, b, queen.PopRequest{Queue: q, AutoAck: autoAck})
+			head := pop(t, b, queen.PopRequest{Queue: q, CommitOnDelivery: autoAck})
 			require.Equal(t, []int64{0}, offsets(head.Messages))
 			require.Equal(t, []int{2}, attemptsOf(head.Messages))
 			if !autoAck {

@@ -237,7 +237,7 @@ func TestLimits_TenThousandParkedLongPolls(t *testing.T) {
 	require.NoError(t, err)
 	defer b.Close()
 	pushN(t, b, "lp", "p0", 1)
-	_ = pop(t, b, queen.PopRequest{Queue: "lp", Partition: "p0", AutoAck: true}) // the queue and its group exist
+	_ = pop(t, b, queen.PopRequest{Queue: "lp", Partition: "p0", CommitOnDelivery: true}) // the queue and its group exist
 
 	runtime.GC()
 	var ms0 runtime.MemStats

@@ -38,7 +38,7 @@ func BenchmarkParkedLongPoll(b *testing.B) {
 			defer broker.Close()
 			pushN(b, broker, "lp", "p0", 1)
 			for _, g := range []string{"", "g"} { // the queue, its partition and both groups exist
-				if _, err := broker.Pop(context.Background(), queen.PopRequest{Queue: "lp", Group: g, SubscriptionMode: queen.SubscriptionModeAll, AutoAck: true}); err != nil {
+				if _, err := broker.Pop(context.Background(), queen.PopRequest{Queue: "lp", Group: g, SubscriptionMode: queen.SubscriptionModeAll, CommitOnDelivery: true}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -122,7 +122,7 @@ func TestBroker_ListMessages(t *testing.T) {
 		b := queentest.NewBroker(t, &queen.Options{DefaultSubscriptionMode: queen.SubscriptionModeAll})
 		msgPush(t, b, "bus", "", "only")
 		for _, g := range []string{"g1", "g2"} {
-			res, err := b.Pop(ctx, queen.PopRequest{Queue: "bus", Group: g, AutoAck: g == "g1"})
+			res, err := b.Pop(ctx, queen.PopRequest{Queue: "bus", Group: g, CommitOnDelivery: g == "g1"})
 			require.NoError(t, err)
 			require.Len(t, res.Messages, 1)
 		}
@@ -133,7 +133,7 @@ func TestBroker_ListMessages(t *testing.T) {
 		require.False(t, page.QueueMode)
 		require.Equal(t, []queen.MessageGroupState{{Group: "g1", Consumed: true}, {Group: "g2", LeaseExpiresAt: page.Messages[0].LeaseExpiresAt}}, page.Messages[0].Groups)
 
-		res, err := b.Pop(ctx, queen.PopRequest{Queue: "bus", Group: "g3", SubscriptionMode: queen.SubscriptionModeAll, AutoAck: true})
+		res, err := b.Pop(ctx, queen.PopRequest{Queue: "bus", Group: "g3", SubscriptionMode: queen.SubscriptionModeAll, CommitOnDelivery: true})
 		require.NoError(t, err)
 		require.Len(t, res.Messages, 1)
 		_, err = b.DeleteGroup(ctx, "g2", "bus", true)

@@ -271,7 +271,7 @@ func (c *chaos) step(r *rand.Rand, w int, helds []*chaosHeld) []*chaosHeld {
 			req.Wait, req.Timeout = true, time.Duration(1+r.IntN(5))*time.Millisecond
 		}
 		autoAck := group != "cf" && r.IntN(10) == 0
-		req.AutoAck = autoAck
+		req.CommitOnDelivery = autoAck
 		epoch, restarts := c.epochOf(qn, group), c.restartsNow()
 		res, err := b.Pop(bg, req)
 		c.check("pop", err, false)

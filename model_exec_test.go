@@ -113,7 +113,7 @@ func (m *seqModel) gpop(req queen.PopRequest) string {
 	add(req.Wait, "Wait: true")
 	add(req.Timeout != 0, "Timeout: "+gdur(req.Timeout))
 	add(req.Lease != 0, "Lease: "+gdur(req.Lease))
-	add(req.AutoAck, "AutoAck: true")
+	add(req.CommitOnDelivery, "CommitOnDelivery: true")
 	add(req.SubscriptionMode != "", "SubscriptionMode: "+gq(string(req.SubscriptionMode)))
 	add(!req.SubscriptionFrom.IsZero(), "SubscriptionFrom: "+m.gtime(req.SubscriptionFrom.UnixMicro()))
 	add(req.Conflation, "Conflation: true")
@@ -497,9 +497,9 @@ func (m *seqModel) opPop(i int, r *rand.Rand, builder bool) {
 	}
 	if req.Group == "cf" {
 		req.Conflation = true
-		req.AutoAck = r.IntN(30) == 0 // refused
+		req.CommitOnDelivery = r.IntN(30) == 0 // refused
 	} else if r.IntN(7) == 0 {
-		req.AutoAck = true
+		req.CommitOnDelivery = true
 	}
 	if req.Group != "" {
 		switch r.IntN(4) {
@@ -533,7 +533,7 @@ func (m *seqModel) builderPop(req queen.PopRequest) ([]*queen.Message, error, st
 	if req.Lease != 0 {
 		qb, code = qb.LeaseSeconds(int(req.Lease/time.Second)), code+fmt.Sprintf(".LeaseSeconds(%d)", req.Lease/time.Second)
 	}
-	if req.AutoAck {
+	if req.CommitOnDelivery {
 		qb, code = qb.CommitOnDelivery(true), code+".CommitOnDelivery(true)"
 	}
 	if req.Conflation {
@@ -552,10 +552,10 @@ func (m *seqModel) builderPop(req queen.PopRequest) ([]*queen.Message, error, st
 
 // popError is the error the model expects from a pop, before it joins.
 func (m *seqModel) popError(req queen.PopRequest) error {
-	if req.Conflation && (req.Group == "" || req.AutoAck) {
+	if req.Conflation && (req.Group == "" || req.CommitOnDelivery) {
 		return queen.ErrInvalidArgument
 	}
-	if q := m.queues[req.Queue]; q != nil && req.AutoAck {
+	if q := m.queues[req.Queue]; q != nil && req.CommitOnDelivery {
 		if g := q.groups[groupOf(req.Group)]; g != nil && g.conflation {
 			return queen.ErrInvalidArgument
 		}
@@ -689,7 +689,7 @@ func (m *seqModel) popCheck(where string, q *smQueue, g *smGroup, req queen.PopR
 		return nil
 	}
 	var l *smLease
-	if !req.AutoAck {
+	if !req.CommitOnDelivery {
 		if res.LeaseID == "" || m.leases[res.LeaseID] != nil {
 			m.failf("pop.lease", "%s: lease id %q empty or reused", where, res.LeaseID)
 			return nil
@@ -772,7 +772,7 @@ func (m *seqModel) popCheck(where string, q *smQueue, g *smGroup, req queen.PopR
 		if g.conflation && hd > c.offset {
 			c.offset, c.stored = hd, true
 		}
-		if req.AutoAck {
+		if req.CommitOnDelivery {
 			c.offset, c.stored = last+1, true
 			c.consumed += int64(len(got))
 			c.lastAck = now

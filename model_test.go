@@ -450,7 +450,7 @@ func (m *model) pop(g *mGroup, rng *rand.Rand, req queen.PopRequest) (*held, int
 			req.Lease = 120 * time.Second
 		}
 	}
-	req.AutoAck = g.kind == kindAuto
+	req.CommitOnDelivery = g.kind == kindAuto
 	if g.kind == kindAuto {
 		g.popMu.Lock()
 		defer g.popMu.Unlock()

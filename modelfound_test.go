@@ -94,7 +94,7 @@ func TestModelFound_ConfigureRacesNoPop(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 10 {
-				_, err := b.Pop(bg, queen.PopRequest{Queue: "q", Batch: 2, Wait: true, Timeout: time.Millisecond, AutoAck: true})
+				_, err := b.Pop(bg, queen.PopRequest{Queue: "q", Batch: 2, Wait: true, Timeout: time.Millisecond, CommitOnDelivery: true})
 				assert.NoError(t, err)
 			}
 		}()
@@ -159,7 +159,7 @@ func TestModelFound_CountersCountDiscoveryPops(t *testing.T) {
 	res := pop(t, b, queen.PopRequest{Namespace: "ns", Batch: 2})
 	require.Len(t, res.Messages, 2)
 	ackAll(t, b, res.Messages, queen.AckCompleted)
-	res = pop(t, b, queen.PopRequest{Task: "task", Batch: 5, AutoAck: true})
+	res = pop(t, b, queen.PopRequest{Task: "task", Batch: 5, CommitOnDelivery: true})
 	require.Len(t, res.Messages, 1)
 	res = pop(t, b, queen.PopRequest{Namespace: "ns", Task: "task"})
 	require.Empty(t, res.Messages)

@@ -54,7 +54,7 @@ func TestWait_PushWakesPopOnExistingQueue(t *testing.T) {
 	t.Parallel()
 	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "q", "p0", 1)
-		require.Len(t, pop(t, b, queen.PopRequest{Queue: "q", AutoAck: true}).Messages, 1)
+		require.Len(t, pop(t, b, queen.PopRequest{Queue: "q", CommitOnDelivery: true}).Messages, 1)
 		out := parkPop(t, b, queen.PopRequest{Queue: "q", Wait: true, Timeout: popTimeout})
 		pushOne(t, b, "q", "p1", "wake", `{}`)
 		o := woken(t, out, "a push to the queue")
@@ -70,7 +70,7 @@ func TestWait_PushWakesPopOnNamedPartition(t *testing.T) {
 	t.Parallel()
 	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "q", "mine", 1)
-		require.Len(t, pop(t, b, queen.PopRequest{Queue: "q", Partition: "mine", AutoAck: true}).Messages, 1)
+		require.Len(t, pop(t, b, queen.PopRequest{Queue: "q", Partition: "mine", CommitOnDelivery: true}).Messages, 1)
 		out := parkPop(t, b, queen.PopRequest{Queue: "q", Partition: "mine", Wait: true, Timeout: popTimeout})
 		pushOne(t, b, "q", "other", "not-mine", `{}`)
 		pushOne(t, b, "q", "mine", "wake", `{}`)
@@ -88,11 +88,11 @@ func TestWait_PushWakesPopOfConsumerGroup(t *testing.T) {
 	t.Parallel()
 	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "q", "", 1)
-		require.Len(t, pop(t, b, queen.PopRequest{Queue: "q", Group: "g", SubscriptionMode: queen.SubscriptionModeAll, AutoAck: true}).Messages, 1)
-		require.Len(t, pop(t, b, queen.PopRequest{Queue: "q", Group: "other", AutoAck: true}).Messages, 0, "group other starts after the first message")
+		require.Len(t, pop(t, b, queen.PopRequest{Queue: "q", Group: "g", SubscriptionMode: queen.SubscriptionModeAll, CommitOnDelivery: true}).Messages, 1)
+		require.Len(t, pop(t, b, queen.PopRequest{Queue: "q", Group: "other", CommitOnDelivery: true}).Messages, 0, "group other starts after the first message")
 		out := parkPop(t, b, queen.PopRequest{Queue: "q", Group: "g", Wait: true, Timeout: popTimeout})
 		pushOne(t, b, "q", "", "wake", `{}`)
-		require.Len(t, pop(t, b, queen.PopRequest{Queue: "q", Group: "other", AutoAck: true}).Messages, 1, "each group gets the message")
+		require.Len(t, pop(t, b, queen.PopRequest{Queue: "q", Group: "other", CommitOnDelivery: true}).Messages, 1, "each group gets the message")
 		o := woken(t, out, "a push to the queue of the group")
 		require.NoError(t, o.err)
 		require.Len(t, o.res.Messages, 1)
@@ -107,8 +107,8 @@ func TestWait_CloseWakesEveryWaitingPop(t *testing.T) {
 	t.Parallel()
 	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "q", "part", 1)
-		_ = pop(t, b, queen.PopRequest{Queue: "q", AutoAck: true})
-		_ = pop(t, b, queen.PopRequest{Queue: "q", Group: "g", SubscriptionMode: queen.SubscriptionModeAll, AutoAck: true})
+		_ = pop(t, b, queen.PopRequest{Queue: "q", CommitOnDelivery: true})
+		_ = pop(t, b, queen.PopRequest{Queue: "q", Group: "g", SubscriptionMode: queen.SubscriptionModeAll, CommitOnDelivery: true})
 		reqs := map[string]queen.PopRequest{
 			"unknown queue":   {Queue: "nowhere"},
 			"existing queue":  {Queue: "q"},

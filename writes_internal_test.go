@@ -135,12 +135,12 @@ func TestPending_FollowsEveryCursorMove(t *testing.T) {
 			if g == "cf" {
 				req.Conflation = true
 			} else if rng.IntN(4) == 0 {
-				req.AutoAck = true
+				req.CommitOnDelivery = true
 			}
 			what = fmt.Sprintf("pop %+v", req)
 			res, err := b.Pop(ctx, req)
 			require.NoError(t, err)
-			if !req.AutoAck {
+			if !req.CommitOnDelivery {
 				held = append(held, res.Messages...)
 			}
 		case k < 14 && len(held) > 0:

@@ -496,7 +496,7 @@ func TestQueue_MaxSizeCountsPendingOnly(t *testing.T) {
 		require.Equal(t, int64(2), st.Messages)
 
 		// Auto-ack pops and dead letters settle too.
-		pop(t, b, queen.PopRequest{Queue: "m", AutoAck: true})
+		pop(t, b, queen.PopRequest{Queue: "m", CommitOnDelivery: true})
 		require.Equal(t, queen.PushQueued, pushOne(t, b, "m", "", "d", `{}`).Status)
 		got = pop(t, b, queen.PopRequest{Queue: "m"})
 		ackAll(t, b, got.Messages, queen.AckDLQ)
