@@ -27,6 +27,10 @@ var ErrConsumerStarted = errors.New("queen: consumer already started")
 // an empty pop before the next one.
 const pollInterval = 100 * time.Millisecond
 
+// unavailableBackoff is the longest wait between pops of a consume loop
+// whose pops fail with ErrUnavailable; the wait doubles from pollInterval.
+const unavailableBackoff = 5 * time.Second
+
 // Settlement reports what a consume loop did with one message; see
 // [Consumer.OnSettled].
 type Settlement struct {
@@ -60,7 +64,11 @@ type Settlement struct {
 //
 // The loop stops when ctx (or the ctx given to Execute or Start) ends,
 // after Limit messages, after Idle with nothing to do, or with
-// [Consumer.Stop] or the client's Close ([Broker.Close]). Stopping takes
+// [Consumer.Stop] or the client's Close ([Broker.Close]). A pop that fails
+// with [ErrUnavailable] (a remote client's server out of reach, or
+// restarting) does not stop it: the loop logs a warning and pops again,
+// waiting 100 ms, then twice as long each time up to 5 s; any other pop
+// error ends the loop with that error. Stopping takes
 // no new messages, gives back at once (with an ack of status retry, which
 // spends no retry) those taken but not started, and waits for running
 // handlers up to the drain timeout. A handler that fails because of the
@@ -561,6 +569,7 @@ func (r *run) fetch() {
 		r.cond.Broadcast()
 		r.mu.Unlock()
 	}()
+	backoff := time.Duration(0) // after pops that failed with ErrUnavailable
 	for {
 		r.mu.Lock()
 		for !r.stopping && (len(r.pending) > 0 || r.running >= r.n || r.limit > 0 && r.taken >= r.limit && r.running > 0) {
@@ -606,12 +615,26 @@ func (r *run) fetch() {
 			if r.popCtx.Err() != nil {
 				return
 			}
+			if errors.Is(err, ErrUnavailable) {
+				// The broker is out of reach for now (a remote client):
+				// wait and pop again, up to unavailableBackoff apart.
+				backoff = min(max(2*backoff, pollInterval), unavailableBackoff)
+				r.h.logger().Warn("queen: consume: pop failed; popping again", "queue", r.req.Queue, "group", r.group, "in", backoff, "err", err)
+				t := time.NewTimer(backoff)
+				select {
+				case <-t.C:
+				case <-r.popCtx.Done():
+				}
+				t.Stop()
+				continue
+			}
 			r.mu.Lock()
 			r.loopErr = err
 			r.mu.Unlock()
 			r.requestStop()
 			return
 		}
+		backoff = 0
 		if len(res.Messages) == 0 {
 			if !req.Wait {
 				wait := pollInterval

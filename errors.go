@@ -50,6 +50,14 @@ var (
 	// letters and no parked store). Nothing was changed.
 	ErrUnsupported = errors.New("queen: not supported by this backend")
 
+	// ErrUnavailable reports a call a remote client could not get served
+	// for now: the connection failed, or the server answered 5xx (its
+	// broker closing or restarting included). An in-process [Broker] never
+	// returns it. A consume loop waits and pops again when a pop fails so
+	// (see [QueueBuilder.Consume]); other callers may retry a call that is
+	// safe to repeat.
+	ErrUnavailable = errors.New("queen: broker unavailable")
+
 	// ErrTransactionAborted reports a transaction rolled back because one of
 	// its operations was refused; the error is a [*TransactionError].
 	ErrTransactionAborted = errors.New("queen: transaction aborted")

@@ -23,7 +23,10 @@
 // answer (connection refused, deadline passed, a body that is not the
 // API's) is a [*TransportError] wrapping the cause; an error answer no
 // sentinel stands for (a 500, a 401 or 403) is a [*ServerError]. Neither is
-// ever turned into an empty result. A call whose ctx ends returns ctx's
+// ever turned into an empty result. Transport errors and 5xx answers also
+// match [queen.ErrUnavailable]: the server is out of reach or going away
+// for now, and a consume loop pops again (with back-off) instead of
+// stopping. A call whose ctx ends returns ctx's
 // error at once, aborting the request in flight.
 //
 // # Retries

@@ -28,11 +28,16 @@ func (e *TransportError) Error() string {
 // Unwrap returns the cause.
 func (e *TransportError) Unwrap() error { return e.Err }
 
+// Is reports whether target is [queen.ErrUnavailable], which every
+// transport error matches.
+func (e *TransportError) Is(target error) bool { return target == queen.ErrUnavailable }
+
 // ServerError reports an error answer that no sentinel of package queen
 // stands for: a 500 (the server's storage failed), a 401 or 403 (the
 // token), a 200 carrying {"success": false, "error": ...} from Queen's
 // server. Err, when set, is the sentinel it also matches: [queen.ErrClosed]
-// for a server whose broker has closed (503 "broker unavailable").
+// for a server whose broker has closed (503 "broker unavailable"). A 5xx
+// answer also matches [queen.ErrUnavailable].
 type ServerError struct {
 	Op         string
 	StatusCode int
@@ -47,6 +52,13 @@ func (e *ServerError) Error() string {
 
 // Unwrap returns Err.
 func (e *ServerError) Unwrap() error { return e.Err }
+
+// Is reports whether target is [queen.ErrUnavailable], which a 5xx answer
+// matches: the server failed or is going away, which says nothing about
+// the request.
+func (e *ServerError) Is(target error) bool {
+	return target == queen.ErrUnavailable && e.StatusCode >= 500
+}
 
 // messageOf is the {"error": ...} text of an answer, or the start of its
 // body.

@@ -85,8 +85,23 @@ func TestUnreachable_FailsFast(t *testing.T) {
 	require.Nil(t, msgs)
 	require.ErrorAs(t, err, &te)
 	require.Equal(t, "pop", te.Op)
-	err = c2.Queue("q").Consume(context.Background(), func(context.Context, *queen.Message) error { return nil }).Execute(context.Background())
-	require.ErrorAs(t, err, &te, "the consume loop stops with the pop's error")
+	require.ErrorIs(t, err, queen.ErrUnavailable)
+
+	// A consume loop outlives the outage: it pops again until its ctx ends.
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- c2.Queue("q").Consume(ctx, func(context.Context, *queen.Message) error { return nil }).Execute(ctx)
+	}()
+	require.Eventually(t, func() bool { return strings.Count(logs.String(), "popping again") >= 2 }, 20*time.Second, time.Millisecond, logs.String())
+	select {
+	case err := <-done:
+		t.Fatalf("the consume loop stopped: %v", err)
+	default:
+	}
+	cancel()
+	require.NoError(t, <-done, "stopped by its ctx")
 }
 
 // flaky answers 503 to the first n requests of the path, then passes
@@ -139,6 +154,7 @@ func TestRetries(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, http.StatusBadGateway, se.StatusCode)
 	require.Equal(t, "upstream restarting", se.Message)
+	require.ErrorIs(t, err, queen.ErrUnavailable, "a 5xx: try again later")
 	require.EqualValues(t, 4, f.calls.Load())
 
 	// An ack is not repeated.
@@ -227,6 +243,7 @@ func TestToken(t *testing.T) {
 	var se *remote.ServerError
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, http.StatusUnauthorized, se.StatusCode)
+	require.NotErrorIs(t, err, queen.ErrUnavailable, "a 4xx will not go away by trying again")
 
 	good, err := remote.Dial(srv.URL, &remote.Options{Token: "s3cret"})
 	require.NoError(t, err)
@@ -313,4 +330,28 @@ func TestClient_NowIsItsClock(t *testing.T) {
 	require.True(t, clock.Now().Equal(c.Now()))
 	clock.Advance(90 * time.Minute)
 	require.True(t, clock.Now().Equal(c.Now()), "the client follows its clock")
+}
+
+// A consume loop whose pops get 5xx answers (a server restarting behind a
+// proxy) pops again and handles what comes once the server answers.
+func TestConsume_OutlivesServerErrors(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	f := &flaky{next: httpapi.New(b, nil), path: "/api/v1/pop/queue/q"}
+	f.n.Store(3)
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	c, err := remote.Dial(srv.URL, &remote.Options{Retries: 1, RetryBackoff: time.Millisecond})
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Push(context.Background(), []queen.PushItem{{Queue: "q", Payload: json.RawMessage(`1`)}})
+	require.NoError(t, err)
+	handled := 0
+	err = c.Queue("q").Wait(false).Limit(1).Consume(context.Background(), func(context.Context, *queen.Message) error {
+		handled++
+		return nil
+	}).Execute(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 1, handled)
+	require.GreaterOrEqual(t, f.calls.Load(), int32(4), "three 502s, then the pop that delivered")
 }
