@@ -8,9 +8,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/queenlite/queen"
@@ -20,37 +24,170 @@ import (
 // Scenario 8 runs the same push and pop/ack through httpapi on a loopback
 // listener with a plain net/http client (keep-alive, one connection per
 // worker), against the same calls in process (system "queen", kinds
-// httppush and httppop).
+// httppush, httppop and httpone: one-message consumers that pop 1 and ack
+// it through /api/v1/ack). Systems "server" and "server-base" run the
+// same client against cmd/queen binaries in their own process (-queen-bin,
+// -base-bin), on the data directory the harness preloaded.
 
 type httpEnv struct {
-	b      *qb
+	b      *qb // the in-process broker; nil while a server process owns the data
+	j      *Job
 	srv    *http.Server
+	proc   *exec.Cmd // system "server*": cmd/queen in its own process
+	pprof  string    // its net/http/pprof address, when profiling
+	cpu    chan error
 	base   string
 	client *http.Client
 }
 
-func httpStart(j *Job) (*httpEnv, error) {
+// isServer reports whether a system runs cmd/queen as its own process.
+func isServer(system string) bool { return strings.HasPrefix(system, "server") }
+
+// httpStart opens the broker, runs preload on it (untimed; nil for none),
+// and serves it: in this process through httpapi (system "http"), or with
+// the broker closed again and j.Bin (cmd/queen) started on its data
+// directory (systems "server*").
+func httpStart(j *Job, preload func(b *queen.Broker) error) (*httpEnv, error) {
 	b, err := queenOpen(j, j.Sync)
 	if err != nil {
 		return nil, err
 	}
+	if preload != nil {
+		if err := preload(b.Broker); err != nil {
+			b.Close()
+			return nil, fmt.Errorf("preload: %w", err)
+		}
+	}
+	conns := max(j.Producers, j.Consumers, 1)
+	tr := &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns, IdleConnTimeout: time.Minute}
+	e := &httpEnv{j: j, client: &http.Client{Transport: tr, Timeout: time.Minute}}
+	if isServer(j.System) {
+		if err := b.Close(); err != nil {
+			return nil, err
+		}
+		return e, e.startServer()
+	}
+	e.b = b
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Close()
 		return nil, err
 	}
-	srv := &http.Server{Handler: httpapi.New(b.Broker, nil), ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	conns := max(j.Producers, j.Consumers, 1)
-	tr := &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns, IdleConnTimeout: time.Minute}
-	return &httpEnv{b: b, srv: srv, base: "http://" + ln.Addr().String(), client: &http.Client{Transport: tr, Timeout: time.Minute}}, nil
+	e.srv = &http.Server{Handler: httpapi.New(b.Broker, nil), ReadHeaderTimeout: 10 * time.Second}
+	go e.srv.Serve(ln)
+	e.base = "http://" + ln.Addr().String()
+	return e, nil
+}
+
+// startServer starts j.Bin on a free loopback port and waits for /health.
+func (e *httpEnv) startServer() error {
+	if e.j.Bin == "" {
+		return fmt.Errorf("system %s: no cmd/queen binary", e.j.System)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	dur := "none"
+	if e.j.Sync {
+		dur = "sync"
+	}
+	e.proc = exec.Command(e.j.Bin, "-host", "127.0.0.1", "-port", strconv.Itoa(port), "-data", e.j.Dir, "-durability", dur, "-log-level", "warn")
+	e.proc.Stdout, e.proc.Stderr = os.Stderr, os.Stderr
+	if e.j.Profile != "" {
+		// A binary built with -tags pprof serves net/http/pprof there.
+		e.pprof = "127.0.0.1:" + strconv.Itoa(port+1)
+		e.proc.Env = append(os.Environ(), "QUEEN_PPROF="+e.pprof)
+	}
+	if err := e.proc.Start(); err != nil {
+		return err
+	}
+	e.base = "http://127.0.0.1:" + strconv.Itoa(port)
+	for range 200 {
+		if st, err := e.do("GET", "/health", nil, nil); err == nil && st == http.StatusOK {
+			if e.pprof != "" {
+				// The server's CPU profile over the measured phase (at most
+				// MaxTime), fetched while the client runs.
+				e.cpu = make(chan error, 1)
+				secs := strconv.Itoa(max(1, int(e.j.MaxTime.Seconds()+0.999)))
+				go func() { e.cpu <- e.fetch("/debug/pprof/profile?seconds="+secs, e.j.Profile+".server.cpu") }()
+			}
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.stopServer()
+	return fmt.Errorf("%s did not answer /health on port %d", e.j.Bin, port)
+}
+
+// fetch saves a pprof profile of the server process (built with -tags
+// pprof) to file.
+func (e *httpEnv) fetch(path, file string) error {
+	resp, err := http.Get("http://" + e.pprof + path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("pprof %s: %s (is the binary built with -tags pprof?)", path, resp.Status)
+	}
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, data, 0o644)
+}
+
+// stopServer ends the server process the way an operator would (SIGTERM).
+func (e *httpEnv) stopServer() error {
+	if e.proc == nil {
+		return nil
+	}
+	if e.cpu != nil {
+		if err := <-e.cpu; err != nil {
+			fmt.Fprintln(os.Stderr, "server profile:", err)
+		} else if err := e.fetch("/debug/pprof/allocs", e.j.Profile+".server.allocs"); err != nil {
+			fmt.Fprintln(os.Stderr, "server profile:", err)
+		}
+		e.cpu = nil
+	}
+	_ = e.proc.Process.Signal(syscall.SIGTERM)
+	err := e.proc.Wait()
+	e.proc = nil
+	return err
+}
+
+// broker returns the in-process broker, reopening the data directory once
+// a server process has stopped, to verify what it left.
+func (e *httpEnv) broker() (*queen.Broker, error) {
+	if e.b == nil {
+		if err := e.stopServer(); err != nil {
+			return nil, fmt.Errorf("server exit: %w", err)
+		}
+		b, err := queenOpen(e.j, e.j.Sync)
+		if err != nil {
+			return nil, err
+		}
+		e.b = b
+	}
+	return e.b.Broker, nil
 }
 
 func (e *httpEnv) close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = e.srv.Shutdown(ctx)
-	return e.b.Close()
+	serr := e.stopServer()
+	if e.srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = e.srv.Shutdown(ctx)
+	}
+	if e.b != nil {
+		if err := e.b.Close(); err != nil {
+			return err
+		}
+	}
+	return serr
 }
 
 // do sends a request and decodes a JSON reply into out (when out is not
@@ -91,7 +228,7 @@ func runHTTP(j *Job) (Result, error) {
 	switch j.Kind {
 	case "httppush":
 		return httpPush(j)
-	case "httppop":
+	case "httppop", "httpone":
 		return httpPopAck(j)
 	}
 	return Result{}, fmt.Errorf("http: unknown kind %q", j.Kind)
@@ -105,7 +242,7 @@ type httpPushResult struct {
 }
 
 func httpPush(j *Job) (Result, error) {
-	e, err := httpStart(j)
+	e, err := httpStart(j, nil)
 	if err != nil {
 		return Result{}, err
 	}
@@ -139,7 +276,11 @@ func httpPush(j *Job) (Result, error) {
 		return nil
 	})
 	prof.stop()
-	qs, serr := e.b.QueueStats(context.Background(), benchQueue)
+	var qs *queen.QueueStats
+	b, serr := e.broker()
+	if serr == nil {
+		qs, serr = b.QueueStats(context.Background(), benchQueue)
+	}
 	if cerr := e.close(); err == nil {
 		err = cerr
 	}
@@ -181,17 +322,15 @@ func preloadBacklog(b *queen.Broker, j *Job) error {
 }
 
 func httpPopAck(j *Job) (Result, error) {
-	e, err := httpStart(j)
+	e, err := httpStart(j, func(b *queen.Broker) error { return preloadBacklog(b, j) })
 	if err != nil {
 		return Result{}, err
 	}
 	defer e.close()
-	if err := preloadBacklog(e.b.Broker, j); err != nil {
-		return Result{}, fmt.Errorf("preload: %w", err)
-	}
 	group := "http-" + j.Tag
 	oc := newOffsetChecker()
 	popPath := "/api/v1/pop/queue/" + benchQueue + "?consumerGroup=" + group + "&batch=" + strconv.Itoa(j.Batch) + "&wait=true&timeout=100&subscriptionMode=all"
+	one := j.Kind == "httpone"
 	var done atomic.Int64
 	var lt lastTime
 	var once sync.Once
@@ -222,21 +361,38 @@ func httpPopAck(j *Job) (Result, error) {
 				}
 				msgs = msgs[:0]
 				body.Reset()
-				body.WriteString(`{"consumerGroup":"` + group + `","acknowledgments":[`)
+				ackPath := "/api/v1/ack/batch"
+				if one {
+					// A one-message consumer acks through /api/v1/ack,
+					// as Queen's client examples do.
+					ackPath = "/api/v1/ack"
+					if len(rep.Messages) != 1 {
+						fail(fmt.Errorf("pop batch 1 returned %d messages", len(rep.Messages)))
+						return
+					}
+				} else {
+					body.WriteString(`{"consumerGroup":"` + group + `","acknowledgments":[`)
+				}
 				for i, m := range rep.Messages {
 					msgs = append(msgs, &queen.Message{ConsumerGroup: m.ConsumerGroup, Partition: m.Partition, Offset: m.Offset, DeliveryAttempt: m.DeliveryAttempt})
 					if i > 0 {
 						body.WriteByte(',')
 					}
-					body.WriteString(`{"transactionId":"` + m.TransactionID + `","partitionId":"` + m.PartitionID + `","leaseId":"` + m.LeaseID + `","status":"completed"}`)
+					body.WriteString(`{"transactionId":"` + m.TransactionID + `","partitionId":"` + m.PartitionID + `","leaseId":"` + m.LeaseID + `","status":"completed"`)
+					if one {
+						body.WriteString(`,"consumerGroup":"` + group + `"`)
+					}
+					body.WriteByte('}')
 				}
-				body.WriteString(`]}`)
+				if !one {
+					body.WriteString(`]}`)
+				}
 				if err := oc.check(msgs); err != nil {
 					fail(err)
 					return
 				}
 				var acks []httpAckResult
-				if _, err := e.do("POST", "/api/v1/ack/batch", body.Bytes(), &acks); err != nil {
+				if _, err := e.do("POST", ackPath, body.Bytes(), &acks); err != nil {
 					fail(err)
 					return
 				}
@@ -261,8 +417,12 @@ func httpPopAck(j *Job) (Result, error) {
 		return Result{}, firstErr
 	}
 	r := Result{Msgs: done.Load(), Seconds: lt.get().Sub(start).Seconds(), Capped: capped.Load()}
+	b, err := e.broker()
+	if err != nil {
+		return Result{}, err
+	}
 	if !r.Capped {
-		if err := verifyDrained(context.Background(), e.b.Broker, []string{group}); err != nil {
+		if err := verifyDrained(context.Background(), b, []string{group}); err != nil {
 			return Result{}, err
 		}
 	}

@@ -18,7 +18,7 @@ import (
 // Job is one measurement, run in a child process so that its peak RSS is
 // its own and one system's garbage never slows another.
 type Job struct {
-	Kind       string        `json:"kind"` // push, preload, drain, fanout, order, idle, latency, httppush, httppop
+	Kind       string        `json:"kind"` // push, preload, drain, fanout, order, idle, latency, httppush, httppop, httpone
 	System     string        `json:"system"`
 	Sync       bool          `json:"sync"`
 	Dir        string        `json:"dir"`
@@ -35,6 +35,7 @@ type Job struct {
 	Tag        string        `json:"tag"` // makes group/consumer names unique per round
 	Profile    string        `json:"profile,omitempty"`
 	JSDedup    bool          `json:"jsDedup,omitempty"`
+	Bin        string        `json:"bin,omitempty"` // cmd/queen binary of systems server*
 	// Experiments: Badger options for system queen-tuned (through OpenDB).
 	Tuned           bool `json:"tuned,omitempty"`
 	BadgerMemMB     int  `json:"badgerMemMB,omitempty"`
@@ -111,7 +112,7 @@ func runJob(j *Job) (Result, error) {
 		return runJS(j)
 	case "badger":
 		return runBadger(j)
-	case "http":
+	case "http", "server", "server-base":
 		return runHTTP(j)
 	}
 	return Result{}, fmt.Errorf("unknown system %q", j.System)

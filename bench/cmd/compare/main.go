@@ -63,6 +63,10 @@ type config struct {
 	badgerMem   int
 	badgerMems  int
 	badgerCache int
+	httpN       int
+	httpOne     int
+	queenBin    string
+	baseBin     string
 }
 
 func main() {
@@ -89,7 +93,7 @@ func main() {
 	flag.IntVar(&c.rounds, "rounds", 0, "rounds per row, systems alternating; the median is reported (default 3; quick 1)")
 	dur := flag.String("durability", "both", "sync (fsync per commit; JetStream sync_interval: always), nosync (JetStream default), or both")
 	scen := flag.String("scenarios", "1,2,3,4,5,6,7,8", "scenarios to run")
-	sys := flag.String("systems", "queen,jetstream,badger,http", "systems to run (http: scenario 8 through httpapi; queen-tuned: queen with the -badger-* options, an experiment)")
+	sys := flag.String("systems", "queen,jetstream,badger,http,server", "systems to run (http: scenario 8 through httpapi in process; server: scenario 8 against cmd/queen in its own process, server-base too with -base-bin; queen-tuned: queen with the -badger-* options, an experiment)")
 	flag.StringVar(&c.dir, "dir", "", "work directory (default: a new temporary directory)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory")
 	flag.StringVar(&c.profile, "profile", "", "write CPU and alloc profiles of every measured phase to this directory")
@@ -99,6 +103,10 @@ func main() {
 	flag.BoolVar(&c.verbose, "v", false, "log every measurement")
 	flag.IntVar(&c.badgerMem, "badger-memtable-mb", 0, "experiment: Badger MemTableSize of system queen-tuned (queen on queen.OpenDB); 0 = queen.Open's")
 	flag.IntVar(&c.badgerMems, "badger-memtables", 0, "experiment: Badger NumMemtables; 0 = queen.Open's")
+	flag.IntVar(&c.httpN, "http-n", 0, "messages drained over HTTP in scenario 8 (default 100000; quick 10000); the one-message consumers take half")
+	flag.IntVar(&c.httpOne, "http-one-consumers", 10, "one-message consumers (pop 1 + ack) in scenario 8")
+	flag.StringVar(&c.queenBin, "queen-bin", "", "cmd/queen binary of system server (default: built from this module's queen)")
+	flag.StringVar(&c.baseBin, "base-bin", "", "cmd/queen binary of system server-base, e.g. one built from an older commit (system runs only when set)")
 	flag.IntVar(&c.badgerCache, "badger-cache-mb", -1, "experiment: Badger BlockCacheSize in MB; -1 = queen.Open's")
 	flag.Parse()
 	if *child != "" {
@@ -124,6 +132,9 @@ func main() {
 	}
 	c.scenarios = set(*scen)
 	c.systems = set(*sys)
+	if c.baseBin != "" {
+		c.systems["server-base"] = true
+	}
 	c.defaults()
 	if err := run(&c); err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
@@ -152,6 +163,7 @@ func (c *config) defaults() {
 	pick(&c.backlog, 1000000, 30000)
 	pick(&c.orderN, 200000, 10000)
 	pick(&c.idle, 100000, 10000)
+	pick(&c.httpN, 100000, 10000)
 	pick(&c.rounds, 3, 1)
 	pickD(&c.latTime, 10*time.Second, time.Second)
 	pickD(&c.maxTime, 4*time.Second, 500*time.Millisecond)
@@ -288,8 +300,12 @@ func (c *config) rows() []*row {
 		j := base
 		j.Kind, j.N, j.Batch, j.Producers = "httppush", c.n, 1, 4
 		add("8", "HTTP push 1/call, 4 clients vs in-process", sync, []string{"queen", "http"}, j, nil)
-		j.Kind, j.N, j.Batch = "httppop", c.backlog/2, c.batch
-		add("8", fmt.Sprintf("pop+ack %d, batch %d, %d consumers, HTTP vs in-process", j.N, c.batch, c.consumers), sync, []string{"queen", "http"}, j, nil)
+		servers := []string{"queen", "http", "server", "server-base"}
+		j.Kind, j.N, j.Batch = "httppop", c.httpN, c.batch
+		add("8", fmt.Sprintf("pop+ack %d, batch %d, %d consumers, HTTP vs in-process", j.N, c.batch, c.consumers), sync, servers, j, nil)
+		j.Kind, j.N, j.Batch, j.Consumers = "httpone", c.httpN/2, 1, c.httpOne
+		j.MaxTime = 2 * c.maxTime
+		add("8", fmt.Sprintf("one-message consumers: %d in parallel, pop 1 + ack, HTTP vs in-process", c.httpOne), sync, servers, j, nil)
 	}
 	return rows
 }
@@ -315,6 +331,9 @@ func run(c *config) error {
 		return err
 	}
 	rows := c.rows()
+	if err := c.buildServer(rows, root); err != nil {
+		return err
+	}
 	start := time.Now()
 	logf("queen bench: %d rows, %d round(s), work dir %s, GOMAXPROCS %d", len(rows), c.rounds, root, runtime.GOMAXPROCS(0))
 	preloaded := map[string]string{} // system -> dir
@@ -350,6 +369,12 @@ func run(c *config) error {
 			for _, s := range order {
 				j := r.job
 				j.System = s
+				switch s {
+				case "server":
+					j.Bin = c.queenBin
+				case "server-base":
+					j.Bin = c.baseBin
+				}
 				j.Tag = fmt.Sprintf("r%d%s", round, durName(r.sync))
 				if r.preload {
 					if preloaded[s] == "" {
@@ -386,6 +411,21 @@ func run(c *config) error {
 	}
 	if len(failures) > 0 {
 		return errors.New(strings.Join(failures, "\n  "))
+	}
+	return nil
+}
+
+// buildServer builds cmd/queen for system server, from the queen module
+// this harness uses, unless -queen-bin names one or no row runs it.
+func (c *config) buildServer(rows []*row, root string) error {
+	if c.queenBin != "" || !slices.ContainsFunc(rows, func(r *row) bool { return slices.Contains(r.systems, "server") }) {
+		return nil
+	}
+	c.queenBin = filepath.Join(root, "queen-server")
+	cmd := exec.Command("go", "build", "-o", c.queenBin, "github.com/queenlite/queen/cmd/queen")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building cmd/queen for system server: %w", err)
 	}
 	return nil
 }

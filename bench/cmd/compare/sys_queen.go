@@ -75,7 +75,7 @@ func runQueen(j *Job) (Result, error) {
 		return queenLatency(j)
 	case "httppush":
 		return queenPush(j)
-	case "httppop":
+	case "httppop", "httpone":
 		return queenPopAck(j)
 	}
 	return Result{}, fmt.Errorf("queen: unknown kind %q", j.Kind)

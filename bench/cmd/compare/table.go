@@ -60,6 +60,8 @@ var sysLabel = map[string]string{
 	"jetstream":        "JetStream",
 	"badger":           "raw Badger",
 	"http":             "queen over HTTP",
+	"server":           "cmd/queen",
+	"server-base":      "cmd/queen, base",
 	"queen-tuned":      "queen, tuned Badger",
 	"queen+idle":       "queen + idle partitions",
 	"queen-tuned+idle": "queen, tuned Badger + idle partitions",
@@ -107,11 +109,15 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 				} else {
 					ratio = fmt.Sprintf("%.2f (tuned/default)", m.rate()/ours.rate())
 				}
-			case r.scen == "8" && s == "http" && haveOurs:
+			case r.scen == "8" && (s == "http" || s == "server") && haveOurs:
 				ratio = fmt.Sprintf("%.2f (HTTP/in-process)", m.rate()/ours.rate())
+				if bs := r.results["server-base"]; s == "server" && len(bs) > 0 {
+					bm, _ := median(bs, false)
+					ratio += fmt.Sprintf("; %.2f (new/base)", m.rate()/bm.rate())
+				}
 			case r.latency && s != "queen" && haveOurs && m.P99 > 0:
 				ratio = fmt.Sprintf("%.2f (p99 ours/peer, lower is better)", ours.P99/m.P99)
-			case s != "queen" && s != "http" && haveOurs && m.rate() > 0:
+			case s != "queen" && s != "http" && !isServer(s) && haveOurs && m.rate() > 0:
 				ratio = fmt.Sprintf("%.2f", ours.rate()/m.rate())
 			}
 			if r.latency {
