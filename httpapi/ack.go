@@ -97,7 +97,9 @@ func (h *handler) settle(w http.ResponseWriter, r *http.Request, items []queen.A
 			})
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
+	buf := getBuf()
+	*buf = appendAckResults(*buf, out)
+	writeRaw(w, http.StatusOK, buf)
 }
 
 // leaseResult is the single element of a lease-extend reply.

@@ -175,5 +175,7 @@ func (h *handler) pop(w http.ResponseWriter, r *http.Request, req queen.PopReque
 			ProducerSub: nullString(m.ProducerSub), CreatedAt: usTime(m.CreatedAt), Offset: m.Offset, DeliveryAttempt: m.DeliveryAttempt,
 		}
 	}
-	writeJSON(w, http.StatusOK, reply)
+	buf := getBuf()
+	*buf = appendPopReply(*buf, &reply)
+	writeRaw(w, http.StatusOK, buf)
 }

@@ -1,0 +1,209 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// The replies of the hot routes (pop, ack) are written by hand into pooled
+// buffers instead of through encoding/json's reflection: the bytes are
+// exactly those json.Marshal writes for popReply and []ackResult (same
+// member order, escaping and number forms; TestEncode_* compare the two),
+// and a stored payload, valid JSON by construction, is copied through as
+// it is whenever json.Marshal would leave it unchanged.
+
+// bufPool holds reply buffers. Buffers that grew past maxPooledBuf (a pop
+// of large payloads) are left to the garbage collector.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+const maxPooledBuf = 1 << 20
+
+// writeRaw writes a JSON reply built into *buf, then returns the buffer to
+// the pool.
+func writeRaw(w http.ResponseWriter, status int, buf *[]byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(*buf)
+	if cap(*buf) <= maxPooledBuf {
+		*buf = (*buf)[:0]
+		bufPool.Put(buf)
+	}
+}
+
+// getBuf takes an empty buffer from the pool.
+func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
+
+// appendPopReply appends r as json.Marshal writes it.
+func appendPopReply(b []byte, r *popReply) []byte {
+	b = append(b, `{"success":`...)
+	b = strconv.AppendBool(b, r.Success)
+	b = append(b, `,"queue":`...)
+	b = appendJSONString(b, r.Queue)
+	b = append(b, `,"partition":`...)
+	b = appendJSONString(b, r.Partition)
+	b = append(b, `,"partitionId":`...)
+	b = appendJSONString(b, r.PartitionID)
+	b = append(b, `,"leaseId":`...)
+	b = appendJSONString(b, r.LeaseID)
+	b = append(b, `,"consumerGroup":`...)
+	b = appendJSONString(b, r.ConsumerGroup)
+	b = append(b, `,"partitionsClaimed":`...)
+	b = strconv.AppendInt(b, int64(r.PartitionsClaimed), 10)
+	b = append(b, `,"messages":`...)
+	if r.Messages == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range r.Messages {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendPopMessage(b, &r.Messages[i])
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+func appendPopMessage(b []byte, m *popMessage) []byte {
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, m.ID)
+	b = append(b, `,"transactionId":`...)
+	b = appendJSONString(b, m.TransactionID)
+	b = append(b, `,"partitionId":`...)
+	b = appendJSONString(b, m.PartitionID)
+	b = append(b, `,"partition":`...)
+	b = appendJSONString(b, m.Partition)
+	b = append(b, `,"queue":`...)
+	b = appendJSONString(b, m.Queue)
+	b = append(b, `,"leaseId":`...)
+	b = appendJSONString(b, m.LeaseID)
+	b = append(b, `,"consumerGroup":`...)
+	b = appendJSONString(b, m.ConsumerGroup)
+	b = append(b, `,"data":`...)
+	b = appendRawJSON(b, m.Data)
+	b = append(b, `,"traceId":`...)
+	b = appendNullString(b, m.TraceID)
+	b = append(b, `,"producerSub":`...)
+	b = appendNullString(b, m.ProducerSub)
+	b = append(b, `,"createdAt":`...)
+	b = appendUsTime(b, m.CreatedAt)
+	b = append(b, `,"offset":`...)
+	b = strconv.AppendInt(b, m.Offset, 10)
+	b = append(b, `,"deliveryAttempt":`...)
+	b = strconv.AppendInt(b, int64(m.DeliveryAttempt), 10)
+	return append(b, '}')
+}
+
+// appendAckResults appends rs as json.Marshal writes it.
+func appendAckResults(b []byte, rs []ackResult) []byte {
+	if rs == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range rs {
+		r := &rs[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"index":`...)
+		b = strconv.AppendInt(b, int64(r.Index), 10)
+		b = append(b, `,"transactionId":`...)
+		b = appendJSONString(b, r.TransactionID)
+		b = append(b, `,"success":`...)
+		b = strconv.AppendBool(b, r.Success)
+		b = append(b, `,"error":`...)
+		b = appendNullString(b, r.Error)
+		b = append(b, `,"queueName":`...)
+		b = appendNullString(b, r.QueueName)
+		b = append(b, `,"partitionName":`...)
+		b = appendNullString(b, r.PartitionName)
+		b = append(b, `,"leaseReleased":`...)
+		b = strconv.AppendBool(b, r.LeaseReleased)
+		b = append(b, `,"dlq":`...)
+		b = strconv.AppendBool(b, r.DLQ)
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+func appendNullString(b []byte, s nullString) []byte {
+	if s == "" {
+		return append(b, "null"...)
+	}
+	return appendJSONString(b, string(s))
+}
+
+// appendUsTime appends t as usTime.MarshalJSON writes it.
+func appendUsTime(b []byte, t usTime) []byte {
+	tt := time.Time(t)
+	if tt.IsZero() {
+		return append(b, "null"...)
+	}
+	b = append(b, '"')
+	b = tt.UTC().AppendFormat(b, "2006-01-02T15:04:05.000000Z")
+	return append(b, '"')
+}
+
+// appendJSONString appends s quoted as json.Marshal quotes it: the common
+// case (printable ASCII with nothing to escape) is copied, anything else
+// goes through encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// appendRawJSON appends a stored payload (payload() has turned an empty
+// one into null) as json.Marshal writes a json.RawMessage: compacted, with
+// <, >, &, U+2028 and U+2029 escaped. A payload that needs neither is
+// copied as it is.
+func appendRawJSON(b []byte, p json.RawMessage) []byte {
+	if !rawNeedsRewrite(p) {
+		return append(b, p...)
+	}
+	q, err := json.Marshal(p)
+	if err != nil { // not valid JSON: cannot be stored; write it as it is
+		return append(b, p...)
+	}
+	return append(b, q...)
+}
+
+// rawNeedsRewrite reports whether json.Marshal would change p: whitespace
+// outside strings, or a character it escapes for HTML safety.
+func rawNeedsRewrite(p []byte) bool {
+	inStr, esc := false, false
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case c == '<' || c == '>' || c == '&':
+			return true
+		case c == 0xE2 && i+2 < len(p) && p[i+1] == 0x80 && (p[i+2] == 0xA8 || p[i+2] == 0xA9):
+			return true
+		case inStr:
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			return true
+		}
+	}
+	return false
+}

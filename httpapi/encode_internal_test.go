@@ -1,0 +1,100 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// awkwardStrings are strings json.Marshal escapes or rewrites.
+var awkwardStrings = []string{
+	"", "plain", "with space", `quote"`, `back\slash`, "<tag>&amp;", "ctl\x00\x01\n\t\r", "é ünïcode", "line\u2028sep\u2029",
+	"bad\xffutf8", "\x7f", "emoji 😀",
+}
+
+// awkwardPayloads are valid JSON values as a Go caller may have pushed them.
+var awkwardPayloads = []string{
+	`null`, `1`, `-1.5e3`, `"s"`, `true`, `{"a":1,"b":[1,2,{"c":null}]}`, `{ "a" : 1 }`, "[1,\n2,\t3]\r\n",
+	`"a < b && c > d"`, `{"k":"\u003c"}`, `{"k":"\\\"\n"}`, "\"line\u2028sep\"", `"with space inside"`,
+	`"a<b"`, `">"`, `{"s":"x\\"}`, `{"s":"\"quoted\" words"}`, "\"bad\xffutf8\"", `[]`, `{}`,
+}
+
+func TestEncode_PopReplyMatchesEncodingJSON(t *testing.T) {
+	at := time.Date(2031, 2, 3, 4, 5, 6, 789123456, time.FixedZone("x", 3600))
+	for i, s := range awkwardStrings {
+		for j, p := range awkwardPayloads {
+			m := popMessage{
+				ID: s, TransactionID: s + "t", PartitionID: "pid", Partition: s, Queue: "q" + s, LeaseID: s, ConsumerGroup: s,
+				Data: payload(json.RawMessage(p)), TraceID: nullString(s), ProducerSub: nullString(s), CreatedAt: usTime(at),
+				Offset: int64(i*1000 + j - 7), DeliveryAttempt: j,
+			}
+			r := popReply{Success: i%2 == 0, Queue: s, Partition: s, PartitionID: s, LeaseID: s, ConsumerGroup: s, PartitionsClaimed: i,
+				Messages: []popMessage{m, {CreatedAt: usTime(time.Time{}), Data: payload(nil)}}}
+			want, err := json.Marshal(r)
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(appendPopReply(nil, &r)), "string %q payload %q", s, p)
+		}
+	}
+	for _, r := range []popReply{{}, {Messages: []popMessage{}}} {
+		want, err := json.Marshal(r)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(appendPopReply(nil, &r)))
+	}
+}
+
+func TestEncode_AckResultsMatchEncodingJSON(t *testing.T) {
+	for _, rs := range [][]ackResult{nil, {}} {
+		want, err := json.Marshal(rs)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(appendAckResults(nil, rs)))
+	}
+	var rs []ackResult
+	for i, s := range awkwardStrings {
+		rs = append(rs, ackResult{Index: i, TransactionID: s, Success: i%2 == 1, Error: nullString(s), QueueName: nullString(s + "q"),
+			PartitionName: nullString(s), LeaseReleased: i%3 == 0, DLQ: i%4 == 0})
+		want, err := json.Marshal(rs)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(appendAckResults([]byte{}, rs)))
+	}
+}
+
+// TestEncode_PayloadCopiedUnlessMarshalChangesIt: a payload is rewritten
+// exactly when json.Marshal would write other bytes, so the usual compact
+// payload (spaces inside its strings included) costs a copy.
+func TestEncode_PayloadCopiedUnlessMarshalChangesIt(t *testing.T) {
+	for _, p := range awkwardPayloads {
+		checkRewrite(t, p)
+	}
+}
+
+func checkRewrite(t *testing.T, p string) {
+	want, err := json.Marshal(json.RawMessage(p))
+	require.NoError(t, err)
+	require.Equal(t, string(want) != p, rawNeedsRewrite([]byte(p)), "payload %q", p)
+}
+
+// FuzzEncode_PopMessage compares the hand-written pop encoding with
+// encoding/json for any strings and any valid payload.
+func FuzzEncode_PopMessage(f *testing.F) {
+	for i, s := range awkwardStrings {
+		f.Add(s, awkwardPayloads[i%len(awkwardPayloads)], int64(i))
+	}
+	f.Fuzz(func(t *testing.T, s, p string, n int64) {
+		if !json.Valid([]byte(p)) {
+			return
+		}
+		checkRewrite(t, p)
+		m := popMessage{ID: s, TransactionID: s, Partition: s, Data: payload(json.RawMessage(p)), TraceID: nullString(s),
+			CreatedAt: usTime(time.UnixMicro(n % (1 << 50))), Offset: n, DeliveryAttempt: int(n % 1000)}
+		r := popReply{Queue: s, Messages: []popMessage{m}}
+		want, err := json.Marshal(r)
+		if err != nil {
+			t.Skip(err)
+		}
+		if got := appendPopReply(nil, &r); string(got) != string(want) {
+			t.Fatalf("got  %s\nwant %s", got, want)
+		}
+	})
+}
