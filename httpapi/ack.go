@@ -2,8 +2,8 @@ package httpapi
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/queenlite/queen"
@@ -55,7 +55,7 @@ func (h *handler) ackBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	items := make([]queen.AckItem, len(elems))
 	for i, raw := range elems {
-		itf := f.elem(raw, fmt.Sprintf("acknowledgments[%d]", i))
+		itf := f.elem(raw, "acknowledgments["+strconv.Itoa(i)+"]")
 		if f.err != nil {
 			break
 		}

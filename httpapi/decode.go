@@ -38,9 +38,11 @@ func (h *handler) readBody(w http.ResponseWriter, r *http.Request) (*fields, err
 		}
 		return nil, badRequest("Invalid JSON: %s", msg)
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil || m == nil {
-		return nil, badRequest("request body must be a JSON object")
+	m, ok := splitObject(data)
+	if !ok {
+		if err := json.Unmarshal(data, &m); err != nil || m == nil {
+			return nil, badRequest("request body must be a JSON object")
+		}
 	}
 	return &fields{m: m}, nil
 }
@@ -98,6 +100,9 @@ func (f *fields) str(name string) string {
 	case 'n':
 		return ""
 	case '"':
+		if s, ok := simpleString(raw); ok {
+			return s
+		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			f.fail("%s%s is not a valid string", f.path, name)
@@ -151,10 +156,12 @@ func (f *fields) object(name string) *fields {
 	case 'n':
 		return nil
 	case '{':
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &m); err != nil {
-			f.fail("%s%s is not a valid object", f.path, name)
-			return nil
+		m, ok := splitObject(raw)
+		if !ok {
+			if err := json.Unmarshal(raw, &m); err != nil {
+				f.fail("%s%s is not a valid object", f.path, name)
+				return nil
+			}
 		}
 		return &fields{m: m, path: f.path + name + "."}
 	}
@@ -169,6 +176,9 @@ func (f *fields) array(name string) (elems []json.RawMessage, ok bool) {
 	case 'n':
 		return nil, false
 	case '[':
+		if elems, ok := splitArray(raw); ok {
+			return elems, true
+		}
 		if err := json.Unmarshal(raw, &elems); err != nil {
 			f.fail("%s%s is not a valid array", f.path, name)
 			return nil, false
@@ -186,9 +196,11 @@ func (f *fields) elem(raw json.RawMessage, path string) *fields {
 		f.fail("%s must be an object", path)
 		return &fields{m: map[string]json.RawMessage{}, path: path + "."}
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		f.fail("%s is not a valid object", path)
+	m, ok := splitObject(raw)
+	if !ok {
+		if err := json.Unmarshal(raw, &m); err != nil {
+			f.fail("%s is not a valid object", path)
+		}
 	}
 	return &fields{m: m, path: path + "."}
 }

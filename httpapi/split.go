@@ -1,0 +1,183 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// Request bodies are validated once (json.Valid in readBody); after that
+// their objects and arrays are cut into members by the scanners below
+// rather than by json.Unmarshal, which checks its whole input again on
+// every call and reflects into a map. They give exactly what
+// json.Unmarshal gives into map[string]json.RawMessage or
+// []json.RawMessage (the values are subslices of the input; for a repeated
+// member the last one wins); on anything they do not handle simply (a key
+// with an escape or a non-ASCII byte, a value that is not an object or an
+// array) they report false and the caller falls back to json.Unmarshal.
+// They must only be given valid JSON.
+
+// splitObject cuts a valid JSON object into its members.
+func splitObject(raw []byte) (map[string]json.RawMessage, bool) {
+	i := skipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return nil, false
+	}
+	m := make(map[string]json.RawMessage, 8)
+	i = skipWS(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		return m, skipWS(raw, i+1) == len(raw)
+	}
+	for i < len(raw) {
+		if raw[i] != '"' {
+			return nil, false
+		}
+		start := i + 1
+		end := start
+		for end < len(raw) && raw[end] != '"' {
+			if c := raw[end]; c == '\\' || c >= utf8.RuneSelf {
+				return nil, false // decoded by json.Unmarshal instead
+			}
+			end++
+		}
+		if end >= len(raw) {
+			return nil, false
+		}
+		key := string(raw[start:end])
+		i = skipWS(raw, end+1)
+		if i >= len(raw) || raw[i] != ':' {
+			return nil, false
+		}
+		i = skipWS(raw, i+1)
+		vend := valueEnd(raw, i)
+		if vend <= i {
+			return nil, false
+		}
+		m[key] = raw[i:vend:vend]
+		i = skipWS(raw, vend)
+		if i >= len(raw) {
+			return nil, false
+		}
+		switch raw[i] {
+		case ',':
+			i = skipWS(raw, i+1)
+		case '}':
+			return m, skipWS(raw, i+1) == len(raw)
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// splitArray cuts a valid JSON array into its elements.
+func splitArray(raw []byte) ([]json.RawMessage, bool) {
+	i := skipWS(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return nil, false
+	}
+	elems := make([]json.RawMessage, 0, 16)
+	i = skipWS(raw, i+1)
+	if i < len(raw) && raw[i] == ']' {
+		return elems, skipWS(raw, i+1) == len(raw)
+	}
+	for i < len(raw) {
+		vend := valueEnd(raw, i)
+		if vend <= i {
+			return nil, false
+		}
+		elems = append(elems, raw[i:vend:vend])
+		i = skipWS(raw, vend)
+		if i >= len(raw) {
+			return nil, false
+		}
+		switch raw[i] {
+		case ',':
+			i = skipWS(raw, i+1)
+		case ']':
+			return elems, skipWS(raw, i+1) == len(raw)
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+func skipWS(raw []byte, i int) int {
+	for i < len(raw) {
+		switch raw[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// valueEnd returns the index just past the valid JSON value starting at
+// raw[i], or i when there is none.
+func valueEnd(raw []byte, i int) int {
+	if i >= len(raw) {
+		return i
+	}
+	switch raw[i] {
+	case '"':
+		return stringEnd(raw, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(raw); j++ {
+			switch raw[j] {
+			case '"':
+				j = stringEnd(raw, j) - 1
+				if j < 0 {
+					return i
+				}
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return i
+	}
+	j := i // number, true, false or null
+	for j < len(raw) {
+		switch raw[j] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return j
+		}
+		j++
+	}
+	return j
+}
+
+// stringEnd returns the index just past the string starting at raw[i] (a
+// quote), or 0 when it does not end.
+func stringEnd(raw []byte, i int) int {
+	for j := i + 1; j < len(raw); j++ {
+		switch raw[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return 0
+}
+
+// simpleString returns the value of a JSON string with no escapes and only
+// printable ASCII, which is its bytes between the quotes.
+func simpleString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	for _, c := range raw[1 : len(raw)-1] {
+		if c < 0x20 || c == '\\' || c == '"' || c >= utf8.RuneSelf {
+			return "", false
+		}
+	}
+	return string(raw[1 : len(raw)-1]), true
+}
