@@ -1,6 +1,9 @@
 package queen
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // ShutCallsForTest makes b refuse every gated call, as Close does once it
 // has drained consumers, without closing anything; reopen undoes it.
@@ -13,4 +16,32 @@ func ShutCallsForTest(b *Broker) (reopen func()) {
 // timeout, the lease, the renewal interval and the idle stop.
 func BuilderDurations(q *QueueBuilder) (timeout, lease, renew, idle time.Duration) {
 	return q.timeout, q.lease, q.renew, q.idle
+}
+
+// CommitsForTest returns the number of storage transactions b's writer
+// has written.
+func CommitsForTest(b *Broker) int64 { return b.w.commits.Load() }
+
+// HoldCommitsForTest makes b's writer wait before its next commits until
+// release is called. held receives once the writer waits; queued reports
+// how many write requests wait behind it.
+func HoldCommitsForTest(b *Broker) (held <-chan struct{}, queued func() int, release func()) {
+	gate := make(chan struct{})
+	at := make(chan struct{}, 1)
+	var once sync.Once
+	hold := func() {
+		select {
+		case at <- struct{}{}:
+		default:
+		}
+		<-gate
+	}
+	b.w.beforeCommit.Store(&hold)
+	queued = func() int {
+		b.w.mu.Lock()
+		defer b.w.mu.Unlock()
+		return len(b.w.queue)
+	}
+	release = func() { once.Do(func() { close(gate) }) }
+	return at, queued, release
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/queenlite/queen/internal/keys"
@@ -83,6 +84,11 @@ type writer struct {
 	exited bool
 	signal chan struct{}
 	lastTS int64
+	// commits counts the storage transactions written (each one fsync
+	// under SyncEveryCommit); beforeCommit, set by tests only, runs before
+	// each. Tests use them to see what a call writes and what it shares.
+	commits      atomic.Int64
+	beforeCommit atomic.Pointer[func()]
 }
 
 func newWriter(b *Broker) *writer {
@@ -193,6 +199,9 @@ func (r *writeReq) estimate() (bytes, ops int) {
 // written one by one, so one caller's request never fails the others'; a
 // single request too big for one transaction is split (see commitSplit).
 func (w *writer) commit(batch []*writeReq) {
+	if f := w.beforeCommit.Load(); f != nil {
+		(*f)()
+	}
 	touched := make(map[*partition]int64)
 	ts, err := w.write(batch, touched)
 	switch {
@@ -237,6 +246,7 @@ func (w *writer) write(batch []*writeReq, touched map[*partition]int64) (int64, 
 		if err := txn.Commit(); err != nil {
 			return err
 		}
+		w.commits.Add(1)
 		// A database opened with SyncWrites synced inside Commit; one the
 		// caller opened without it is synced here.
 		if b.opts.Durability == SyncEveryCommit && !b.opts.InMemory && !b.db.Opts().SyncWrites {

@@ -25,7 +25,9 @@ const maxPooledBuf = 1 << 20
 // writeRaw writes a JSON reply built into *buf, then returns the buffer to
 // the pool.
 func writeRaw(w http.ResponseWriter, status int, buf *[]byte) {
-	w.Header().Set("Content-Type", "application/json")
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(*buf))) // no chunked encoding
 	w.WriteHeader(status)
 	_, _ = w.Write(*buf)
 	if cap(*buf) <= maxPooledBuf {
