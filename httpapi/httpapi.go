@@ -180,6 +180,13 @@ type Options struct {
 	// Defaults to letting everything through.
 	Authorize func(r *http.Request, level Access) error
 
+	// ProducerSub, when set, names who pushes: it is called once per push
+	// or transaction request that Authorize let through, and its result is
+	// stamped on every message the request pushes as its producerSub (as
+	// Queen's server stamps the token's sub claim). A producerSub sent by
+	// the client is always ignored. Defaults to none (producerSub null).
+	ProducerSub func(r *http.Request) string
+
 	// Shutdown, once closed, ends every parked long-poll at once (each
 	// answers 204, as if its timeout had passed) and stops later pops from
 	// waiting. Close it when the server starts shutting down, for example
@@ -229,6 +236,7 @@ type handler struct {
 	log       *slog.Logger
 	maxBody   int64
 	authorize func(*http.Request, Access) error
+	producer  func(*http.Request) string
 	cors      bool
 	prefix    string // "" or "/name", without a trailing slash
 	timeout   time.Duration
@@ -264,6 +272,7 @@ func New(c queen.Client, opts *Options) http.Handler {
 		log:       o.Logger,
 		maxBody:   o.MaxBodyBytes,
 		authorize: o.Authorize,
+		producer:  o.ProducerSub,
 		cors:      !o.NoCORS,
 		prefix:    cleanPrefix(o.Prefix),
 		timeout:   o.DefaultTimeout,

@@ -78,6 +78,23 @@ func parsePushItem(f *fields, inTx bool) queen.PushItem {
 	return it
 }
 
+// stampProducer sets the producerSub of the items, or of the push
+// operations of ops, from Options.ProducerSub.
+func (h *handler) stampProducer(r *http.Request, items []queen.PushItem, ops []queen.TxOp) {
+	if h.producer == nil || len(items) == 0 && len(ops) == 0 {
+		return
+	}
+	sub := h.producer(r)
+	for i := range items {
+		items[i].ProducerSub = sub
+	}
+	for _, op := range ops {
+		if op.Push != nil {
+			op.Push.ProducerSub = sub
+		}
+	}
+}
+
 // push serves POST /api/v1/push.
 func (h *handler) push(w http.ResponseWriter, r *http.Request) {
 	f, err := h.readBody(w, r)
@@ -103,6 +120,7 @@ func (h *handler) push(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	h.stampProducer(r, items, nil)
 	out := make([]pushResult, 0, len(items))
 	if len(items) > 0 {
 		res, err := h.b.Push(r.Context(), items)
@@ -270,6 +288,7 @@ func (h *handler) transaction(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, badRequest("operations array cannot be empty"))
 		return
 	}
+	h.stampProducer(r, nil, ops)
 	res, err := h.b.ExecTransaction(r.Context(), ops)
 	var te *queen.TransactionError
 	switch {

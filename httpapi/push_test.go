@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -723,5 +724,34 @@ func TestPop_ManyParkedLongPolls(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("only %d of %d parked pops were served", len(seen), n)
 		}
+	}
+}
+
+// Options.ProducerSub stamps who pushed on every message of a push or a
+// transaction; a producerSub the client sends is ignored.
+func TestPush_ProducerSub(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil, &httpapi.Options{ProducerSub: func(r *http.Request) string { return r.Header.Get("X-Who") }})
+	req := func(method, path string, body any) {
+		data, err := json.Marshal(body)
+		require.NoError(t, err)
+		r := httptest.NewRequest(method, path, bytes.NewReader(data))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("X-Who", "alice")
+		w := httptest.NewRecorder()
+		e.h.ServeHTTP(w, r)
+		require.Less(t, w.Code, 300, w.Body.String())
+	}
+	req("POST", "/api/v1/push", map[string]any{"items": []any{
+		map[string]any{"queue": "q", "payload": 1, "producerSub": "mallory"},
+	}})
+	req("POST", "/api/v1/transaction", map[string]any{"operations": []any{
+		map[string]any{"type": "push", "items": []any{map[string]any{"queue": "q", "payload": 2}}},
+		map[string]any{"type": "push", "queue": "q", "data": 3},
+	}})
+	got := msgs(t, e.pop("/api/v1/pop/queue/q?batch=10"))
+	require.Len(t, got, 3)
+	for _, m := range got {
+		require.Equal(t, "alice", m["producerSub"])
 	}
 }

@@ -174,7 +174,7 @@ type authEnv struct {
 
 func newAuthEnv(t *testing.T, a *authorizer) authEnv {
 	b := queentest.NewBroker(t, nil)
-	return authEnv{t, httpapi.New(b, &httpapi.Options{Authorize: a.authorize})}
+	return authEnv{t, httpapi.New(b, &httpapi.Options{Authorize: a.authorize, ProducerSub: a.producerSub})}
 }
 
 // send answers one request with the Authorization header auth ("" for
@@ -252,6 +252,13 @@ func TestAuthorize_JWTRoles(t *testing.T) {
 	e.status("GET", "/api/v1/pop/queue/q?autoAck=true", "bearer "+strings.TrimPrefix(writer, "Bearer "), "", http.StatusOK, "")
 	e.status("DELETE", "/api/v1/resources/queues/q", writer, "", http.StatusForbidden, "insufficient permissions")
 	e.status("GET", "/api/v1/system/maintenance", writer, "", http.StatusForbidden, "insufficient permissions")
+
+	// A push is stamped with the token's sub; the client's producerSub is ignored.
+	alice := bearer(map[string]any{"roles": []string{"read-write"}, "sub": "alice", "exp": exp})
+	e.status("POST", "/api/v1/push", alice, `{"items":[{"queue":"who","payload":1,"producerSub":"mallory"}]}`, http.StatusCreated, "")
+	rec := e.send("GET", "/api/v1/pop/queue/who", alice, "")
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	require.Contains(t, rec.Body.String(), `"producerSub":"alice"`)
 
 	// admin does everything.
 	e.status("GET", "/api/v1/system/maintenance", admin, "", http.StatusOK, "")

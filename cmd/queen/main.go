@@ -289,7 +289,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		DefaultTimeout: cfg.defaultTimeout, DefaultBatch: cfg.defaultBatch,
 	}
 	if auth != nil {
-		hopts.Authorize = auth.authorize
+		hopts.Authorize, hopts.ProducerSub = auth.authorize, auth.producerSub
 	}
 	srv := &http.Server{
 		Handler:           httpapi.New(b, hopts),
