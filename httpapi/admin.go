@@ -7,47 +7,18 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/wire"
 )
-
-// queueOptions is a queue's configuration in Queen's units: seconds,
-// except retryDelay in milliseconds.
-type queueOptions struct {
-	Priority                  int   `json:"priority"`
-	LeaseTime                 int64 `json:"leaseTime"`
-	RetryLimit                int   `json:"retryLimit"`
-	RetryDelay                int64 `json:"retryDelay"`
-	MaxSize                   int   `json:"maxSize"`
-	TTL                       int64 `json:"ttl"`
-	DeadLetterQueue           bool  `json:"deadLetterQueue"`
-	DLQAfterMaxRetries        bool  `json:"dlqAfterMaxRetries"`
-	DelayedProcessing         int64 `json:"delayedProcessing"`
-	WindowBuffer              int64 `json:"windowBuffer"`
-	RetentionSeconds          int64 `json:"retentionSeconds"`
-	CompletedRetentionSeconds int64 `json:"completedRetentionSeconds"`
-	RetentionEnabled          bool  `json:"retentionEnabled"`
-	EncryptionEnabled         bool  `json:"encryptionEnabled"`
-	MaxWaitTimeSeconds        int64 `json:"maxWaitTimeSeconds"`
-}
-
-func optionsOf(c *queen.QueueConfig) queueOptions {
-	return queueOptions{
-		Priority: c.Priority, LeaseTime: seconds(c.LeaseTime), RetryLimit: c.RetryLimit, RetryDelay: millis(c.RetryDelay),
-		MaxSize: c.MaxSize, TTL: seconds(c.TTL), DeadLetterQueue: c.DeadLetterQueue, DLQAfterMaxRetries: c.DLQAfterMaxRetries,
-		DelayedProcessing: seconds(c.DelayedProcessing), WindowBuffer: seconds(c.WindowBuffer),
-		RetentionSeconds: seconds(c.Retention), CompletedRetentionSeconds: seconds(c.CompletedRetention),
-		RetentionEnabled: c.RetentionEnabled, EncryptionEnabled: c.EncryptionEnabled, MaxWaitTimeSeconds: seconds(c.MaxWaitTime),
-	}
-}
 
 // configureReply is the reply of POST /api/v1/configure.
 type configureReply struct {
-	Configured  bool         `json:"configured"`
-	QueueID     string       `json:"queueId"`
-	PartitionID string       `json:"partitionId"`
-	Queue       string       `json:"queue"`
-	Namespace   nullString   `json:"namespace"`
-	Task        nullString   `json:"task"`
-	Options     queueOptions `json:"options"`
+	Configured  bool              `json:"configured"`
+	QueueID     string            `json:"queueId"`
+	PartitionID string            `json:"partitionId"`
+	Queue       string            `json:"queue"`
+	Namespace   nullString        `json:"namespace"`
+	Task        nullString        `json:"task"`
+	Options     wire.QueueOptions `json:"options"`
 }
 
 // maxDurationUnits bounds durations read from the wire (about 30 years in
@@ -126,7 +97,7 @@ func (h *handler) configure(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, configureReply{
 		Configured: true, QueueID: info.ID, PartitionID: info.DefaultPartitionID, Queue: info.Name,
-		Namespace: nullString(info.Config.Namespace), Task: nullString(info.Config.Task), Options: optionsOf(&info.Config),
+		Namespace: nullString(info.Config.Namespace), Task: nullString(info.Config.Task), Options: wire.OptionsOf(&info.Config),
 	})
 }
 

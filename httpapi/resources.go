@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/wire"
 )
 
 // counts are the message counters of a queue or partition. Completed is
@@ -227,7 +228,7 @@ func (h *handler) statusQueue(w http.ResponseWriter, r *http.Request) {
 		"createdAt": msTime(qs.CreatedAt),
 		"config": map[string]any{"leaseTime": seconds(c.LeaseTime), "retryLimit": c.RetryLimit, "retryDelay": millis(c.RetryDelay),
 			"ttl": seconds(c.TTL), "maxQueueSize": c.MaxSize, "deadLetterQueue": c.DeadLetterQueue},
-		"options": optionsOf(c),
+		"options": wire.OptionsOf(c),
 		"groups":  qs.Groups,
 	}
 	writeJSON(w, http.StatusOK, map[string]any{

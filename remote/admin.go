@@ -11,55 +11,12 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/wire"
 )
 
 func isNotFound(err error) bool { return errors.Is(err, queen.ErrNotFound) }
 
 func asArg(err error, ae **queen.ArgumentError) bool { return errors.As(err, ae) }
-
-// queueOptionsJSON is a queue's configuration in Queen's units: seconds,
-// except retryDelay in milliseconds.
-type queueOptionsJSON struct {
-	Priority                  int   `json:"priority"`
-	LeaseTime                 int64 `json:"leaseTime"`
-	RetryLimit                int   `json:"retryLimit"`
-	RetryDelay                int64 `json:"retryDelay"`
-	MaxSize                   int   `json:"maxSize"`
-	TTL                       int64 `json:"ttl"`
-	DeadLetterQueue           bool  `json:"deadLetterQueue"`
-	DLQAfterMaxRetries        bool  `json:"dlqAfterMaxRetries"`
-	DelayedProcessing         int64 `json:"delayedProcessing"`
-	WindowBuffer              int64 `json:"windowBuffer"`
-	RetentionSeconds          int64 `json:"retentionSeconds"`
-	CompletedRetentionSeconds int64 `json:"completedRetentionSeconds"`
-	RetentionEnabled          bool  `json:"retentionEnabled"`
-	EncryptionEnabled         bool  `json:"encryptionEnabled"`
-	MaxWaitTimeSeconds        int64 `json:"maxWaitTimeSeconds"`
-}
-
-func secs(d time.Duration) int64 { return int64(d / time.Second) }
-
-func optionsOf(c *queen.QueueConfig) queueOptionsJSON {
-	return queueOptionsJSON{
-		Priority: c.Priority, LeaseTime: secs(c.LeaseTime), RetryLimit: c.RetryLimit, RetryDelay: c.RetryDelay.Milliseconds(),
-		MaxSize: c.MaxSize, TTL: secs(c.TTL), DeadLetterQueue: c.DeadLetterQueue, DLQAfterMaxRetries: c.DLQAfterMaxRetries,
-		DelayedProcessing: secs(c.DelayedProcessing), WindowBuffer: secs(c.WindowBuffer), RetentionSeconds: secs(c.Retention),
-		CompletedRetentionSeconds: secs(c.CompletedRetention), RetentionEnabled: c.RetentionEnabled,
-		EncryptionEnabled: c.EncryptionEnabled, MaxWaitTimeSeconds: secs(c.MaxWaitTime),
-	}
-}
-
-func (o *queueOptionsJSON) config(namespace, task string) queen.QueueConfig {
-	return queen.QueueConfig{
-		LeaseTime: time.Duration(o.LeaseTime) * time.Second, RetryLimit: o.RetryLimit,
-		RetryDelay: time.Duration(o.RetryDelay) * time.Millisecond, MaxSize: o.MaxSize,
-		DelayedProcessing: time.Duration(o.DelayedProcessing) * time.Second, WindowBuffer: time.Duration(o.WindowBuffer) * time.Second,
-		Retention: time.Duration(o.RetentionSeconds) * time.Second, CompletedRetention: time.Duration(o.CompletedRetentionSeconds) * time.Second,
-		MaxWaitTime: time.Duration(o.MaxWaitTimeSeconds) * time.Second, Priority: o.Priority, EncryptionEnabled: o.EncryptionEnabled,
-		Namespace: namespace, Task: task, TTL: time.Duration(o.TTL) * time.Second, DeadLetterQueue: o.DeadLetterQueue,
-		DLQAfterMaxRetries: o.DLQAfterMaxRetries, RetentionEnabled: o.RetentionEnabled,
-	}
-}
 
 func str(s *string) string { return either(s, nil) }
 
@@ -87,7 +44,7 @@ func (c *Client) ConfigureQueue(ctx context.Context, name string, cfg queen.Queu
 	if cfg.MaxSize < 0 {
 		return nil, &queen.ArgumentError{Field: "QueueConfig.MaxSize", Reason: "must not be negative"}
 	}
-	body := map[string]any{"queue": name, "options": optionsOf(&cfg)}
+	body := map[string]any{"queue": name, "options": wire.OptionsOf(&cfg)}
 	if cfg.Namespace != "" {
 		body["namespace"] = cfg.Namespace
 	}
@@ -95,12 +52,12 @@ func (c *Client) ConfigureQueue(ctx context.Context, name string, cfg queen.Queu
 		body["task"] = cfg.Task
 	}
 	var out struct {
-		QueueID     string            `json:"queueId"`
-		PartitionID string            `json:"partitionId"`
-		Queue       string            `json:"queue"`
-		Namespace   *string           `json:"namespace"`
-		Task        *string           `json:"task"`
-		Options     *queueOptionsJSON `json:"options"`
+		QueueID     string             `json:"queueId"`
+		PartitionID string             `json:"partitionId"`
+		Queue       string             `json:"queue"`
+		Namespace   *string            `json:"namespace"`
+		Task        *string            `json:"task"`
+		Options     *wire.QueueOptions `json:"options"`
 	}
 	r := &request{op: "configure", method: http.MethodPost, path: "/api/v1/configure", body: body, safe: true}
 	if err := c.call(ctx, r, &out); err != nil {
@@ -112,7 +69,7 @@ func (c *Client) ConfigureQueue(ctx context.Context, name string, cfg queen.Queu
 	}
 	info := &queen.QueueInfo{Name: firstOf(out.Queue, name), ID: out.QueueID, DefaultPartitionID: out.PartitionID, Config: cfg}
 	if out.Options != nil {
-		info.Config = out.Options.config(str(out.Namespace), str(out.Task))
+		info.Config = out.Options.Config(str(out.Namespace), str(out.Task))
 	}
 	return info, nil
 }
@@ -134,8 +91,8 @@ type statusQueueJSON struct {
 			MaxQueueSize    int   `json:"maxQueueSize"`
 			DeadLetterQueue bool  `json:"deadLetterQueue"`
 		} `json:"config"`
-		Options *queueOptionsJSON `json:"options"`
-		Groups  []string          `json:"groups"`
+		Options *wire.QueueOptions `json:"options"`
+		Groups  []string           `json:"groups"`
 	} `json:"queue"`
 	Partitions []struct {
 		ID            string     `json:"id"`
@@ -182,7 +139,7 @@ func (s *statusQueueJSON) info() *queen.QueueInfo {
 	q := &s.Queue
 	info := &queen.QueueInfo{Name: q.Name, ID: q.ID, CreatedAt: timeOf(q.CreatedAt)}
 	if q.Options != nil {
-		info.Config = q.Options.config(str(q.Namespace), str(q.Task))
+		info.Config = q.Options.Config(str(q.Namespace), str(q.Task))
 	} else { // Queen's server: the config block only
 		info.Config = queen.QueueConfig{LeaseTime: time.Duration(q.Config.LeaseTime) * time.Second, RetryLimit: q.Config.RetryLimit,
 			RetryDelay: time.Duration(q.Config.RetryDelay) * time.Millisecond, TTL: time.Duration(q.Config.TTL) * time.Second,
