@@ -18,7 +18,7 @@ import (
 // Job is one measurement, run in a child process so that its peak RSS is
 // its own and one system's garbage never slows another.
 type Job struct {
-	Kind       string        `json:"kind"` // push, preload, drain, fanout, order, idle, latency, httppush, httppop, httpone
+	Kind       string        `json:"kind"` // push, preload, drain, fanout, order, idle, latency, httppush, httppop, httpone, pushdrain
 	System     string        `json:"system"`
 	Sync       bool          `json:"sync"`
 	Dir        string        `json:"dir"`
@@ -30,6 +30,7 @@ type Job struct {
 	Partitions int           `json:"partitions"`
 	Groups     int           `json:"groups"`
 	Batch      int           `json:"batch"` // push batch (push) or pop/fetch batch (consumers)
+	PopBatch   int           `json:"popBatch,omitempty"` // pop/fetch batch of pushdrain, whose Batch is the push's
 	Idle       int           `json:"idle"`
 	Rate       int           `json:"rate"`
 	Tag        string        `json:"tag"` // makes group/consumer names unique per round
@@ -54,6 +55,9 @@ type Result struct {
 	P999 float64 `json:"p999,omitempty"`
 	// Heap bytes (after GC) at points of interest, for scenario 6.
 	HeapLive int64  `json:"heapLive,omitempty"`
+	// DrainSeconds is how long the drain phase of a pushdrain job took
+	// (Msgs messages); Seconds is its push phase.
+	DrainSeconds float64 `json:"drainSeconds,omitempty"`
 	Capped   bool   `json:"capped,omitempty"` // stopped by MaxTime before N
 	Note     string `json:"note,omitempty"`
 	Err      string `json:"err,omitempty"`
@@ -67,6 +71,14 @@ func (r Result) rate() float64 {
 		return 0
 	}
 	return float64(r.Msgs) / r.Seconds
+}
+
+// drainRate is the drain phase's msgs/s of a pushdrain job.
+func (r Result) drainRate() float64 {
+	if r.DrainSeconds <= 0 {
+		return 0
+	}
+	return float64(r.Msgs) / r.DrainSeconds
 }
 
 const resultMarker = "BENCHRESULT "

@@ -123,6 +123,13 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 			if r.latency {
 				notes = append(notes, fmt.Sprintf("p999 %s ms", fmtMS(m.P999)))
 			}
+			if m.DrainSeconds > 0 {
+				d := fmt.Sprintf("drain %s msg/s", fmtRate(m.drainRate()))
+				if s != "queen" && haveOurs && ours.drainRate() > 0 {
+					d += fmt.Sprintf(" (ours/peer %.2f)", ours.drainRate()/m.drainRate())
+				}
+				notes = append(notes, d)
+			}
 			if m.Note != "" {
 				notes = append(notes, m.Note)
 			}
@@ -153,6 +160,7 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
   Drain/fan-out = durable pull consumers, Fetch(batch), explicit ack: Ack each message, DoubleAck the last of the fetch.
   JetStream persists consumer ack state asynchronously (about 10 writes/s per consumer) even with sync_interval: always; queen's acks are fsynced with the fsync setting.
 - Scenario 5 on JetStream: order is per consumer, not per subject across consumers, so keys are sharded statically over one filtered durable consumer per worker (subject bench.o.<shard>.<key>).
+- Scenario 9: msgs/s and p50/p99 are the push phase (per call); the drain phase's rate is in the notes; peak RSS covers both. JetStream's server restarts between the phases.
 - Scenario 3/4 p50/p99 are not measured (throughput only). Push rows: latency is per call. Scenario 7: open loop (32 senders on a fixed schedule), from the start of the push call to the handler; senders' lateness against the schedule is in the notes.
 - Raw Badger writes the broker's bytes for each message (record + dedup-index entry) with the broker's Badger options: the storage engine's limit for push.
 `)
