@@ -29,7 +29,7 @@ type Job struct {
 	Consumers  int           `json:"consumers"`
 	Partitions int           `json:"partitions"`
 	Groups     int           `json:"groups"`
-	Batch      int           `json:"batch"` // push batch (push) or pop/fetch batch (consumers)
+	Batch      int           `json:"batch"`              // push batch (push) or pop/fetch batch (consumers)
 	PopBatch   int           `json:"popBatch,omitempty"` // pop/fetch batch of pushdrain, whose Batch is the push's
 	Idle       int           `json:"idle"`
 	Rate       int           `json:"rate"`
@@ -54,16 +54,16 @@ type Result struct {
 	P99  float64 `json:"p99,omitempty"`
 	P999 float64 `json:"p999,omitempty"`
 	// Heap bytes (after GC) at points of interest, for scenario 6.
-	HeapLive int64  `json:"heapLive,omitempty"`
+	HeapLive int64 `json:"heapLive,omitempty"`
 	// DrainSeconds is how long the drain phase of a pushdrain job took
 	// (Msgs messages); Seconds is its push phase.
 	DrainSeconds float64 `json:"drainSeconds,omitempty"`
-	Capped   bool   `json:"capped,omitempty"` // stopped by MaxTime before N
-	Note     string `json:"note,omitempty"`
-	Err      string `json:"err,omitempty"`
-	PeakHeap int64  `json:"peakHeap,omitempty"` // sampled Go heap objects, bytes
-	RSSKB    int64  `json:"-"`                  // filled by the parent from rusage
-	Wall     float64
+	Capped       bool    `json:"capped,omitempty"` // stopped by MaxTime before N
+	Note         string  `json:"note,omitempty"`
+	Err          string  `json:"err,omitempty"`
+	PeakHeap     int64   `json:"peakHeap,omitempty"` // sampled Go heap objects, bytes
+	RSSKB        int64   `json:"-"`                  // filled by the parent from rusage
+	Wall         float64
 }
 
 func (r Result) rate() float64 {
