@@ -37,6 +37,9 @@ type Job struct {
 	Profile    string        `json:"profile,omitempty"`
 	JSDedup    bool          `json:"jsDedup,omitempty"`
 	Bin        string        `json:"bin,omitempty"` // cmd/queen binary of systems server*
+	// MemoryMB is queen's Options.MemoryBudget in MiB (systems queen@N); 0
+	// is the default.
+	MemoryMB int `json:"memoryMB,omitempty"`
 	// Experiments: Badger options for system queen-tuned (through OpenDB).
 	Tuned           bool `json:"tuned,omitempty"`
 	BadgerMemMB     int  `json:"badgerMemMB,omitempty"`
@@ -113,6 +116,14 @@ func runJob(j *Job) (Result, error) {
 			j.Idle = 0
 		}
 		j.System = sys
+	}
+	if mb, ok := strings.CutPrefix(j.System, "queen@"); ok {
+		n, err := strconv.Atoi(mb)
+		if err != nil {
+			return Result{}, fmt.Errorf("system %q: bad budget", j.System)
+		}
+		j.MemoryMB = n
+		return runQueen(j)
 	}
 	switch j.System {
 	case "queen":

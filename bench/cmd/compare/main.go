@@ -68,6 +68,7 @@ type config struct {
 	queenBin    string
 	baseBin     string
 	memN        int
+	budgets     []int
 }
 
 func main() {
@@ -103,6 +104,7 @@ func main() {
 	flag.DurationVar(&c.childLimit, "child-timeout", 0, "kill a measurement that runs longer, as a hang (default 10m; quick 2m)")
 	flag.StringVar(&c.out, "out", "", "also write the table (markdown) to this file")
 	flag.BoolVar(&c.verbose, "v", false, "log every measurement")
+	budgets := flag.String("budgets", "16,32,128,256", "scenario 9: also run queen with these Options.MemoryBudget values, in MiB (comma list; empty for none)")
 	flag.IntVar(&c.badgerMem, "badger-memtable-mb", 0, "experiment: Badger MemTableSize of system queen-tuned (queen on queen.OpenDB); 0 = queen.Open's")
 	flag.IntVar(&c.badgerMems, "badger-memtables", 0, "experiment: Badger NumMemtables; 0 = queen.Open's")
 	flag.IntVar(&c.httpN, "http-n", 0, "messages drained over HTTP in scenario 8 (default 100000; quick 10000); the one-message consumers take half")
@@ -121,6 +123,11 @@ func main() {
 	}
 	if c.producers2, err = intList(*prods2); err != nil {
 		fatal(err)
+	}
+	if strings.TrimSpace(*budgets) != "" {
+		if c.budgets, err = intList(*budgets); err != nil {
+			fatal(err)
+		}
 	}
 	switch *dur {
 	case "both":
@@ -237,7 +244,7 @@ func (c *config) rows() []*row {
 		}
 		var sys []string
 		for _, s := range systems {
-			if c.systems[strings.TrimSuffix(s, "+idle")] {
+			if c.systems[strings.TrimSuffix(s, "+idle")] || strings.HasPrefix(s, "queen@") {
 				sys = append(sys, s)
 			}
 		}
@@ -316,8 +323,14 @@ func (c *config) rows() []*row {
 		j := base
 		j.Kind, j.N, j.Batch, j.PopBatch, j.Producers = "pushdrain", c.memN, c.pushBatch, c.batch, 4
 		j.MaxTime = 8 * c.maxTime // the whole backlog is the measurement
+		systems := []string{"queen", "jetstream"}
+		if c.systems["queen"] {
+			for _, mb := range c.budgets {
+				systems = append(systems, fmt.Sprintf("queen@%d", mb))
+			}
+		}
 		add("9", fmt.Sprintf("push %d (%d/call, %d producers) then drain (%d consumers, batch %d)", j.N, j.Batch, j.Producers, j.Consumers, j.PopBatch), sync,
-			[]string{"queen", "jetstream"}, j, nil)
+			systems, j, nil)
 	}
 	return rows
 }

@@ -36,7 +36,7 @@ func queenOpen(j *Job, sync bool) (*qb, error) {
 	if sync {
 		d = queen.SyncEveryCommit
 	}
-	opts := &queen.Options{Durability: d}
+	opts := &queen.Options{Durability: d, MemoryBudget: int64(j.MemoryMB) << 20}
 	if !j.tunedBadger() {
 		b, err := queen.Open(j.Dir, opts)
 		return &qb{Broker: b}, err

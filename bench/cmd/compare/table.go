@@ -90,7 +90,7 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 		for _, s := range r.systems {
 			rs := r.results[s]
 			if len(rs) == 0 {
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | - | - | - | - | - | FAILED |\n", r.scen, r.title, durName(r.sync), sysLabel[s])
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | - | - | - | - | - | FAILED |\n", r.scen, r.title, durName(r.sync), label(s))
 				continue
 			}
 			m, rss := median(rs, r.latency)
@@ -109,6 +109,8 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 				} else {
 					ratio = fmt.Sprintf("%.2f (tuned/default)", m.rate()/ours.rate())
 				}
+			case strings.HasPrefix(s, "queen@") && haveOurs && ours.rate() > 0:
+				ratio = fmt.Sprintf("%.2f (budget/default)", m.rate()/ours.rate())
 			case r.scen == "8" && (s == "http" || s == "server") && haveOurs:
 				ratio = fmt.Sprintf("%.2f (HTTP/in-process)", m.rate()/ours.rate())
 				if bs := r.results["server-base"]; s == "server" && len(bs) > 0 {
@@ -125,7 +127,9 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 			}
 			if m.DrainSeconds > 0 {
 				d := fmt.Sprintf("drain %s msg/s", fmtRate(m.drainRate()))
-				if s != "queen" && haveOurs && ours.drainRate() > 0 {
+				if strings.HasPrefix(s, "queen@") && haveOurs && ours.drainRate() > 0 {
+					d += fmt.Sprintf(" (budget/default %.2f)", m.drainRate()/ours.drainRate())
+				} else if s != "queen" && haveOurs && ours.drainRate() > 0 {
 					d += fmt.Sprintf(" (ours/peer %.2f)", ours.drainRate()/m.drainRate())
 				}
 				notes = append(notes, d)
@@ -144,7 +148,7 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 				p50, p99 = 0, 0
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %d | %s | %s |\n",
-				r.scen, r.title, durName(r.sync), sysLabel[s], fmtRate(m.rate()), fmtMS(p50), fmtMS(p99), m.RSSKB>>10, ratio, strings.Join(notes, "; "))
+				r.scen, r.title, durName(r.sync), label(s), fmtRate(m.rate()), fmtMS(p50), fmtMS(p99), m.RSSKB>>10, ratio, strings.Join(notes, "; "))
 			_ = rss
 		}
 		if len(r.errs) > 0 {
@@ -179,7 +183,15 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 func labels(s []string) []string {
 	out := make([]string, len(s))
 	for i, v := range s {
-		out[i] = sysLabel[v]
+		out[i] = label(v)
 	}
 	return out
+}
+
+// label names a system in the table.
+func label(s string) string {
+	if mb, ok := strings.CutPrefix(s, "queen@"); ok {
+		return "queen, MemoryBudget " + mb + " MiB"
+	}
+	return sysLabel[s]
 }
