@@ -254,7 +254,6 @@ func (b *Broker) checkPushItem(i int, it *PushItem) error {
 	return nil
 }
 
-
 // Push appends messages to their partitions. Items are validated first: one
 // bad item refuses the whole call, with an [*ArgumentError] or, for a
 // payload over the limit (see [PushItem]), [ErrTooLarge], and nothing is
