@@ -209,8 +209,8 @@ func closeCalls() []closeCall {
 			_, err3 := f.b.TraceNames(ctx, 10, 0)
 			return errors.Join(err1, err2, err3)
 		}},
-		{name: "Maintain", methods: []string{"Maintain", "Ping", "SetMaintenanceMode", "MaintenanceMode", "Now"}, run: func(ctx context.Context, f *closeFixture) error {
-			_, _ = f.b.MaintenanceMode(), f.b.Now()
+		{name: "Maintain", methods: []string{"Maintain", "Ping", "SetMaintenanceMode", "MaintenanceMode", "Now", "MaxPayload"}, run: func(ctx context.Context, f *closeFixture) error {
+			_, _, _ = f.b.MaintenanceMode(), f.b.Now(), f.b.MaxPayload()
 			return errors.Join(f.b.Maintain(ctx), f.b.Ping(ctx), f.b.SetMaintenanceMode(ctx, false))
 		}},
 		{name: "Admin", methods: []string{"Admin"}, run: func(ctx context.Context, f *closeFixture) error {
@@ -531,7 +531,7 @@ func TestClose_ConcurrentCloseWaitsForTheFirst(t *testing.T) {
 func TestClose_EveryMethodIsGated(t *testing.T) {
 	t.Parallel()
 	// Methods that return no error touch no storage and need no guard.
-	ungated := map[string]bool{"Admin": true, "Queue": true, "Transaction": true, "Counters": true, "Close": true, "Now": true, "MaintenanceMode": true}
+	ungated := map[string]bool{"Admin": true, "Queue": true, "Transaction": true, "Counters": true, "Close": true, "Now": true, "MaintenanceMode": true, "MaxPayload": true}
 	b := queentest.NewBroker(t, nil)
 	pushN(t, b, "q", "", 1)
 	reopen := queen.ShutCallsForTest(b)

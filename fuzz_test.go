@@ -30,7 +30,8 @@ func FuzzPayloadRoundTrip(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	b := queentest.NewBroker(f, nil)
+	// 64 MiB: in memory, payloads up to queen.MaxInMemoryPayload.
+	b := queentest.NewBroker(f, &queen.Options{MemoryBudget: 64 << 20})
 	var n atomic.Int64
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		part := fmt.Sprint("p", n.Add(1))

@@ -189,11 +189,26 @@ func TestLimits_16MiBPayload(t *testing.T) {
 // the raw storage error, whose text carried a hex dump of the whole value;
 // worse, a message just under 1 MiB was accepted, but dead-lettering it
 // wrote a larger record, the commit failed and the broker stopped serving.
-// Now payloads over queen.MaxInMemoryPayload are refused with ErrTooLarge
-// and a dead letter of one at the limit fits.
+// Now payloads over the broker's limit (queen.MaxInMemoryPayload with a
+// memory budget of 64 MiB, less at the default budget) are refused with
+// ErrTooLarge and a dead letter of one at the limit fits.
 func TestDefect_InMemoryPayloadOverOneMiB(t *testing.T) {
 	t.Parallel()
-	b := queentest.NewBroker(t, nil)
+	t.Run("default budget", func(t *testing.T) {
+		t.Parallel()
+		b := queentest.NewBroker(t, nil)
+		require.Less(t, b.MaxPayload(), queen.MaxInMemoryPayload)
+		checkInMemoryPayloadLimit(t, b, b.MaxPayload())
+	})
+	t.Run("64 MiB budget", func(t *testing.T) {
+		t.Parallel()
+		b := queentest.NewBroker(t, &queen.Options{MemoryBudget: 64 << 20})
+		require.Equal(t, queen.MaxInMemoryPayload, b.MaxPayload())
+		checkInMemoryPayloadLimit(t, b, queen.MaxInMemoryPayload)
+	})
+}
+
+func checkInMemoryPayloadLimit(t *testing.T, b *queen.Broker, limit int) {
 	res, err := b.Push(bg, []queen.PushItem{{Queue: "mem", Payload: json.RawMessage(`"` + strings.Repeat("x", 2<<20) + `"`)}})
 	if err != nil {
 		require.ErrorIs(t, err, queen.ErrTooLarge)
@@ -203,7 +218,7 @@ func TestDefect_InMemoryPayloadOverOneMiB(t *testing.T) {
 	}
 	// At the documented limit a message is stored and can be dead-lettered
 	// (with a long error text); one byte more is refused.
-	atLimit := `"` + strings.Repeat("x", queen.MaxInMemoryPayload-2) + `"`
+	atLimit := `"` + strings.Repeat("x", limit-2) + `"`
 	pushOne(t, b, "mem2", "", "near", atLimit)
 	_, err = b.Push(bg, []queen.PushItem{{Queue: "mem2", Payload: json.RawMessage(atLimit + " ")}})
 	require.ErrorIs(t, err, queen.ErrTooLarge)

@@ -90,7 +90,7 @@ type chaosLetterRef struct {
 func newChaos(t *testing.T, seed uint64, disk bool) *chaos {
 	c := &chaos{t: t, seed: seed, disk: disk, clock: itest.NewClock(), counts: map[string]int{}, epoch: map[string]int{},
 		settled: map[string]int{}, settledAt: map[string]int{}, attempts: map[string]map[int]bool{}, letters: map[string]chaosLetterRef{}}
-	c.opts = &queen.Options{Clock: c.clock, MaintenanceInterval: time.Hour, EncryptionKey: modelKey}
+	c.opts = &queen.Options{Clock: c.clock, MaintenanceInterval: time.Hour, EncryptionKey: modelKey, MemoryBudget: modelBudget}
 	if disk {
 		c.dir = t.TempDir()
 		c.opts.Durability = queen.SyncNever

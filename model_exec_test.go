@@ -433,6 +433,11 @@ func (m *seqModel) someTxid(r *rand.Rand, queue, part string) string {
 	return fmt.Sprintf("t%d", m.nextTx)
 }
 
+// modelBudget is the memory budget of the model's brokers: in memory, 64
+// MiB stores payloads up to queen.MaxInMemoryPayload, which opPushLarge
+// pushes.
+const modelBudget = 64 << 20
+
 func (m *seqModel) opPushLarge(i int, r *rand.Rand) {
 	n := 3 << 19 // 1.5 MiB: in Badger's value log on disk
 	var wantErr error

@@ -351,7 +351,7 @@ func (m *seqModel) failAt(kind string, asserts []string, format string, args ...
 
 func (m *seqModel) reproducer() string {
 	var sb strings.Builder
-	open := `b, err := queen.Open("", &queen.Options{InMemory: true, Clock: clock, MaintenanceInterval: time.Hour, EncryptionKey: key})`
+	open := `b, err := queen.Open("", &queen.Options{InMemory: true, Clock: clock, MaintenanceInterval: time.Hour, EncryptionKey: key, MemoryBudget: 64 << 20})`
 	if m.disk {
 		open = "dir := t.TempDir()\n\topts := &queen.Options{Clock: clock, MaintenanceInterval: time.Hour, EncryptionKey: key, Durability: queen.SyncNever}\n\tb, err := queen.Open(dir, opts)"
 	}
@@ -533,7 +533,7 @@ func newSeqModel(seed uint64, disk, record bool) *seqModel {
 	if record {
 		m.code = &strings.Builder{}
 	}
-	m.opts = &queen.Options{Clock: m.clock, MaintenanceInterval: time.Hour, EncryptionKey: modelKey}
+	m.opts = &queen.Options{Clock: m.clock, MaintenanceInterval: time.Hour, EncryptionKey: modelKey, MemoryBudget: modelBudget}
 	var err error
 	if disk {
 		m.opts.Durability = queen.SyncNever

@@ -181,7 +181,7 @@ func TestModel_RandomOpsMatchModel(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			clock := itest.NewClock()
-			opts := &queen.Options{Clock: clock, MaintenanceInterval: time.Hour}
+			opts := &queen.Options{Clock: clock, MaintenanceInterval: time.Hour, MemoryBudget: modelBudget}
 			var b *queen.Broker
 			if disk {
 				opts.Durability = queen.SyncNever

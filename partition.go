@@ -130,7 +130,8 @@ type PushItem struct {
 	TransactionID string
 	// Payload is any JSON value, stored byte for byte. Empty means null.
 	// A broker opened with [Open] stores payloads of up to [MaxPayload]
-	// bytes on disk and [MaxInMemoryPayload] in memory; a longer one is
+	// bytes on disk and, in memory, a limit that depends on
+	// Options.MemoryBudget (see [Broker.MaxPayload]); a longer one is
 	// refused with [ErrTooLarge] before anything is written.
 	Payload json.RawMessage
 	// TraceID is an optional caller-chosen trace id.
@@ -200,7 +201,8 @@ func (it *PushItem) normalize(i int) error {
 
 // Payload limits. Badger refuses any value longer than its value-log file
 // (64 MiB as [Open] configures it) and, in memory, where there is no value
-// log, any value longer than its value threshold (1 MiB). A stored message
+// log, any value longer than its value threshold (at most 1 MiB) or than
+// one batch (15 % of the memtable, which Options.MemoryBudget sizes). A stored message
 // is its payload plus a header, and its dead-letter or parked copy adds
 // the error text and names (at most a few tens of KiB, JSON-escaped), so
 // both limits keep 64 KiB of room. A broker on a database opened by the
@@ -209,21 +211,32 @@ func (it *PushItem) normalize(i int) error {
 const (
 	// MaxPayload is the largest payload a broker stores on disk.
 	MaxPayload = 64<<20 - payloadRoom
-	// MaxInMemoryPayload is the largest payload an in-memory broker stores.
+	// MaxInMemoryPayload is the largest payload an in-memory broker stores
+	// with an Options.MemoryBudget of 64 MiB or more; smaller budgets
+	// store less (see [Broker.MaxPayload]).
 	MaxInMemoryPayload = 1<<20 - payloadRoom
 
 	payloadRoom = 64 << 10
 )
 
-// payloadLimit is the largest payload the broker's database stores.
-func payloadLimit(o badger.Options) int {
+// payloadLimit is the largest payload db stores.
+func payloadLimit(db *badger.DB) int {
+	o := db.Opts()
 	limit := o.ValueLogFileSize
 	if o.InMemory {
-		// Badger's value threshold, at most 1 MiB (Opts hides it in memory).
-		limit = min(limit, 1<<20)
+		// No value log: a value is in the memtable, within one batch; and
+		// at most 1 MiB, Badger's largest value threshold, so that the
+		// limit does not grow past MaxInMemoryPayload with the budget.
+		limit = min(limit, 1<<20, db.MaxBatchSize())
 	}
 	return int(max(limit-payloadRoom, 0))
 }
+
+// MaxPayload returns the largest payload, in bytes, this broker stores
+// (see [PushItem]): [MaxPayload] on disk; in memory, [MaxInMemoryPayload]
+// with an Options.MemoryBudget of 64 MiB or more, less with a smaller one
+// (89 KiB at [DefaultInMemoryBudget]).
+func (b *Broker) MaxPayload() int { return b.maxPayload }
 
 // checkPushItem validates and normalizes item i of a push or transaction:
 // names, JSON payload, and payload size ([ErrTooLarge]).
@@ -240,10 +253,6 @@ func (b *Broker) checkPushItem(i int, it *PushItem) error {
 	}
 	return nil
 }
-
-// maxPushChunk bounds the bytes of one push sent to the writer at once, so
-// a huge request is split across storage transactions instead of failing.
-const maxPushChunk = 4 << 20
 
 // Push appends messages to their partitions. Items are validated first: one
 // bad item refuses the whole call, with an [*ArgumentError] or, for a
@@ -269,9 +278,11 @@ func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 	}
 	results := make([]PushResult, len(items))
 	var reqs []*pushReq
+	// A huge request is split across storage transactions, so that it
+	// does not fail (see storeLimits).
 	for lo := 0; lo < len(items); {
 		hi, size := lo, 0
-		for hi < len(items) && (hi == lo || size+len(items[hi].Payload) < maxPushChunk) {
+		for hi < len(items) && (hi == lo || size+len(items[hi].Payload) < b.lim.txnBytes && hi-lo < b.lim.txnOps/2) {
 			size += len(items[hi].Payload) + len(items[hi].TransactionID) + 64
 			hi++
 		}

@@ -140,7 +140,44 @@ type Options struct {
 
 	// Observer receives counts and durations. Defaults to none.
 	Observer Observer
+
+	// MemoryBudget is roughly how many bytes the broker's storage may keep
+	// in memory: Badger's memtables (write buffers, each allocated whole),
+	// its block cache and its table sizes are derived from it, and so are
+	// the largest storage transaction and, in memory, the largest payload
+	// (see [Broker.MaxPayload]). It bounds the engine, not the process:
+	// the broker's own state (queues, partitions, leases, parked pops) and
+	// the Go runtime's garbage-collection headroom (GOGC) come on top, so
+	// with GOGC=100 a busy process may reach about twice the budget. On
+	// disk, Badger's tables and logs are memory-mapped files: the pages it
+	// touches count in RSS too, but the kernel can reclaim them. In memory
+	// the stored data itself lives in the heap, beyond the budget. The
+	// bench/ README has a table of throughput and peak RSS per budget.
+	// Defaults to [DefaultMemoryBudget] on disk and
+	// [DefaultInMemoryBudget] with InMemory; must be between
+	// [MinMemoryBudget] and [MaxMemoryBudget]. Ignored by [OpenDB], whose
+	// caller sized the database.
+	MemoryBudget int64
 }
+
+// Memory budgets (see Options.MemoryBudget).
+const (
+	// DefaultMemoryBudget is a broker's budget on disk: 8 MiB memtables
+	// and a 16 MiB block cache, for a peak RSS near 150 MiB under
+	// sustained load. Sized for a broker embedded in a larger process.
+	DefaultMemoryBudget = 64 << 20
+	// DefaultInMemoryBudget is the budget of an in-memory broker (tests):
+	// a 1 MiB memtable, about 1.5 MiB of heap per idle broker. Payloads
+	// are then limited to 89 KiB; a budget of 64 MiB or more stores up to
+	// [MaxInMemoryPayload].
+	DefaultInMemoryBudget = 8 << 20
+	// MinMemoryBudget is the smallest budget Open accepts.
+	MinMemoryBudget = 8 << 20
+	// MaxMemoryBudget is the largest budget Open accepts. Budgets above
+	// 1 GiB buy block cache; memtables stop growing there (Badger's
+	// defaults: five of 64 MiB).
+	MaxMemoryBudget = 1 << 40
+)
 
 func (o *Options) withDefaults() (Options, error) {
 	var out Options
@@ -184,6 +221,14 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if out.Observer == nil {
 		out.Observer = nopObserver{}
+	}
+	switch mb := out.MemoryBudget; {
+	case mb == 0 && out.InMemory:
+		out.MemoryBudget = DefaultInMemoryBudget
+	case mb == 0:
+		out.MemoryBudget = DefaultMemoryBudget
+	case mb < MinMemoryBudget || mb > MaxMemoryBudget:
+		return out, argErr("Options.MemoryBudget", "must be between %d (8 MiB) and %d (1 TiB) bytes, not %d", int64(MinMemoryBudget), int64(MaxMemoryBudget), mb)
 	}
 	return out, nil
 }
@@ -230,7 +275,8 @@ type Broker struct {
 	counters counters
 	maint    atomic.Bool // maintenance mode: pops claim nothing (see SetMaintenanceMode)
 
-	maxPayload int // largest payload the database stores (see payloadLimit)
+	lim        storeLimits // sizes of storage transactions (see limitsOf)
+	maxPayload int         // largest payload the database stores (see payloadLimit)
 }
 
 // Open opens (creating if needed) a broker stored in dir. With
@@ -241,24 +287,10 @@ func Open(dir string, opts *Options) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	var bo badger.Options
-	if o.InMemory {
-		if dir != "" {
-			return nil, argErr("dir", "must be empty with Options.InMemory")
-		}
-		bo = badger.DefaultOptions("").WithInMemory(true)
-	} else {
-		if dir == "" {
-			return nil, argErr("dir", "must not be empty")
-		}
-		bo = badger.DefaultOptions(dir)
+	bo, err := badgerOptions(dir, o)
+	if err != nil {
+		return nil, err
 	}
-	// Value-log files of 64 MiB (Badger's default is 1 GiB) let value-log
-	// GC give space back in reasonable steps.
-	// Under SyncEveryCommit Badger syncs the log a commit went into, inside
-	// the commit (see writer.write for caller-opened databases).
-	bo = bo.WithLogger(nil).WithSyncWrites(o.Durability == SyncEveryCommit).WithNumVersionsToKeep(1).
-		WithCompactL0OnClose(true).WithDetectConflicts(false).WithValueLogFileSize(64 << 20)
 	db, err := badger.Open(bo)
 	if err != nil && (errors.Is(err, syscall.EWOULDBLOCK) || strings.Contains(err.Error(), "Another process is using this Badger database")) {
 		// Badger's flock on the directory is held, by this process or
@@ -276,6 +308,18 @@ func Open(dir string, opts *Options) (*Broker, error) {
 	}
 	b.ownDB = true
 	return b, nil
+}
+
+// BadgerOptions returns the Badger options [Open] would open dir with,
+// sized from opts.MemoryBudget: a starting point for a caller who tunes
+// Badger further and opens the broker with [OpenDB]. It validates opts as
+// Open does.
+func BadgerOptions(dir string, opts *Options) (badger.Options, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return badger.Options{}, err
+	}
+	return badgerOptions(dir, o)
 }
 
 // OpenDB runs a broker on a Badger database the caller opened and tuned.
@@ -309,7 +353,8 @@ func newBroker(db *badger.DB, o Options) (*Broker, error) {
 		closeDone: make(chan struct{}),
 		callWait:  closeCallWait,
 
-		maxPayload: payloadLimit(db.Opts()),
+		lim:        limitsOf(db),
+		maxPayload: payloadLimit(db),
 	}
 	b.parts = make([]*partition, 1) // pid 0 is never used
 	if err := b.load(); err != nil {

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 	"github.com/queenlite/queen/internal/keys"
 	"github.com/queenlite/queen/internal/record"
 	"github.com/queenlite/queen/internal/uuid"
@@ -70,12 +72,104 @@ type writeReq struct {
 	done chan error
 }
 
-// Limits of one storage transaction, well under Badger's own (15% of the
-// 64 MiB memtable), so estimates that run a little short never fail.
-const (
-	txnMaxBytes = 4 << 20
-	txnMaxOps   = 20000
-)
+// badgerOptions are the options Open opens dir with (o has its defaults).
+// Value-log files of 64 MiB (Badger's default is 1 GiB) let value-log GC
+// give space back in reasonable steps. Under SyncEveryCommit Badger syncs
+// the log a commit went into, inside the commit (see writer.write for
+// caller-opened databases). The memory settings come from o.MemoryBudget
+// (see sizeMemory).
+func badgerOptions(dir string, o Options) (badger.Options, error) {
+	var bo badger.Options
+	if o.InMemory {
+		if dir != "" {
+			return bo, argErr("dir", "must be empty with Options.InMemory")
+		}
+		bo = badger.DefaultOptions("").WithInMemory(true)
+	} else {
+		if dir == "" {
+			return bo, argErr("dir", "must not be empty")
+		}
+		bo = badger.DefaultOptions(dir)
+	}
+	bo = bo.WithLogger(nil).WithSyncWrites(o.Durability == SyncEveryCommit).WithNumVersionsToKeep(1).
+		WithCompactL0OnClose(true).WithDetectConflicts(false).WithValueLogFileSize(64 << 20)
+	return sizeMemory(bo, o.MemoryBudget), nil
+}
+
+// skiplistNode is Badger's skl.MaxNodeSize, the arena bytes it reserves
+// per entry of a batch.
+const skiplistNode = 96
+
+// sizeMemory derives Badger's memory settings from budget bytes.
+//
+// Badger allocates each memtable's arena whole (its size plus the 15 % it
+// reserves for one batch and as much again for that batch's skiplist
+// nodes: 1.3 × MemTableSize), and holds up to NumMemtables+2 of them at
+// once: the one being written, NumMemtables queued for flushing (its
+// flush channel's capacity) and the one being flushed. Half the budget
+// goes to those arenas; the other half is left for the table builders of
+// flushes and compactions, which hold a table's blocks in memory, and
+// Badger's other buffers. Memtables grow to a budget of 512 MiB with one
+// queued for flush (8 MiB at the default 64 MiB), then their number
+// grows, up to Badger's defaults (five of 64 MiB) at 1 GiB.
+//
+// Tables are not compressed, so there is no block cache: a compressing
+// table builder keeps every uncompressed block of the table it builds
+// until the table is done, and Badger cuts tables by their compressed
+// size, so compressible messages made compactions hold many times a
+// table's size (over 100 MiB of builders at the default budget with the
+// bench's payloads, whatever the table size); uncompressed tables are
+// read straight from their memory-mapped files (the kernel's page cache,
+// which it can reclaim) with no decompression, at the cost of disk space.
+// Index and filter blocks are read the same way (the index cache only
+// serves Badger's own encryption; queen encrypts payloads itself).
+//
+// On disk, a value over half a batch goes to the value log, so that a
+// batch always takes the largest inline value. In memory Badger keeps
+// every value in the memtable whatever the threshold (it only has to be
+// valid).
+func sizeMemory(bo badger.Options, budget int64) badger.Options {
+	mt := min(budget/8, 64<<20)
+	arena := mt + 2*(15*mt/100)
+	n := int(max(min(budget/2/arena-2, 5), 1))
+	table := min(max(mt/4, 256<<10), 2<<20)
+	batch := 15 * mt / 100 // Badger's largest batch
+	threshold := min(1<<20, batch/2)
+	if bo.InMemory {
+		threshold = min(1<<20, batch)
+	}
+	return bo.WithMemTableSize(mt).WithNumMemtables(n).
+		WithBaseTableSize(table).WithBaseLevelSize(5 * table).
+		WithCompression(options.None).WithBlockCacheSize(0).WithIndexCacheSize(0).
+		WithValueThreshold(threshold)
+}
+
+// storeLimits bound what the writer puts in one storage transaction,
+// derived from the database's largest batch (15 % of its memtable).
+type storeLimits struct {
+	// txnBytes and txnOps bound a transaction that groups requests
+	// (estimated), well under Badger's limits, so estimates that run a
+	// little short never fail; a single request may use up to maxBytes
+	// and maxOps (a Transaction larger than those is ErrTooLarge).
+	txnBytes, txnOps int
+	maxBytes, maxOps int
+	// valueThreshold is the size from which Badger keeps a value in its
+	// value log (a pointer in the batch); in memory, none is.
+	valueThreshold int
+}
+
+func limitsOf(db *badger.DB) storeLimits {
+	size, count := int(db.MaxBatchSize()), int(db.MaxBatchCount())
+	l := storeLimits{
+		txnBytes: min(4<<20, size*2/5), txnOps: min(20000, count/5),
+		maxBytes: size * 4 / 5, maxOps: count * 4 / 5,
+		valueThreshold: int(db.Opts().ValueThreshold),
+	}
+	if db.Opts().InMemory {
+		l.valueThreshold = math.MaxInt
+	}
+	return l
+}
 
 type writer struct {
 	b      *Broker
@@ -157,9 +251,10 @@ func (w *writer) commitAll(batch []*writeReq) {
 			continue
 		}
 		n, size, count := 0, 0, 0
+		lim := &w.b.lim
 		for n < len(batch) && batch[n].drop == nil {
-			s, c := batch[n].estimate()
-			if n > 0 && (size+s > txnMaxBytes || count+c > txnMaxOps) {
+			s, c := batch[n].estimate(lim.valueThreshold)
+			if n > 0 && (size+s > lim.txnBytes || count+c > lim.txnOps) {
 				break
 			}
 			size, count = size+s, count+c
@@ -170,12 +265,15 @@ func (w *writer) commitAll(batch []*writeReq) {
 	}
 }
 
-func (r *writeReq) estimate() (bytes, ops int) {
+// estimate returns the bytes and writes r adds to a storage transaction;
+// values of threshold bytes or more count as the value-log pointer that
+// Badger puts in their place.
+func (r *writeReq) estimate(threshold int) (bytes, ops int) {
 	if r.push != nil {
 		for i := range r.push.items {
 			it := &r.push.items[i]
 			v := len(it.Payload)
-			if v >= 1<<20 { // Badger keeps large values in the value log
+			if v >= threshold { // Badger keeps large values in the value log
 				v = 16
 			}
 			bytes += v + 2*len(it.TransactionID) + len(it.TraceID) + len(it.ProducerSub) + 120
@@ -185,7 +283,7 @@ func (r *writeReq) estimate() (bytes, ops int) {
 	ops += len(r.ops)
 	for _, o := range r.ops {
 		v := len(o.val)
-		if v >= 1<<20 {
+		if v >= threshold {
 			v = 16
 		}
 		bytes += len(o.key) + v + 20
@@ -270,7 +368,7 @@ func (w *writer) commitSplit(r *writeReq) {
 	ops := r.ops
 	for len(ops) > 0 {
 		n, size := 0, 0
-		for n < len(ops) && n < txnMaxOps/2 && (n == 0 || size+len(ops[n].key)+len(ops[n].val) < txnMaxBytes/2) {
+		for n < len(ops) && n < w.b.lim.txnOps/2 && (n == 0 || size+len(ops[n].key)+len(ops[n].val) < w.b.lim.txnBytes/2) {
 			size += len(ops[n].key) + len(ops[n].val)
 			n++
 		}

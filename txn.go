@@ -77,8 +77,8 @@ func (b *Broker) ExecTransaction(ctx context.Context, ops []TxOp) (*TxResult, er
 	}
 	pushResults := make([]PushResult, len(pushes))
 	pr := &pushReq{items: pushes, results: pushResults, txn: true}
-	size, count := (&writeReq{push: pr}).estimate()
-	if size > txnMaxBytes || count > txnMaxOps {
+	size, count := (&writeReq{push: pr}).estimate(b.lim.valueThreshold)
+	if size > b.lim.maxBytes || count > b.lim.maxOps {
 		return nil, fmt.Errorf("%w: transaction of %d operations", ErrTooLarge, len(ops))
 	}
 	dups, err := b.existingTxIDs(pushes)

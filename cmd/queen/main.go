@@ -14,6 +14,7 @@
 //	-default-timeout    DEFAULT_TIMEOUT            long-poll timeout in ms of pops that send none (default 30000)
 //	-default-batch      DEFAULT_BATCH_SIZE         batch of pops that send none (default 1)
 //	-max-body           QUEEN_MAX_BODY_BYTES       request body limit in bytes (default 16 MiB)
+//	-memory-budget      QUEEN_MEMORY_BUDGET        storage memory in bytes, or with KiB, MiB or GiB (default 64MiB; see queen.Options.MemoryBudget)
 //	-log-level          LOG_LEVEL                  debug, info (default), warn or error
 //	-shutdown-timeout   QUEEN_SHUTDOWN_TIMEOUT     how long shutdown waits for requests (default 30s)
 //	-retention-interval RETENTION_INTERVAL         ms between retention runs (default 10000)
@@ -100,6 +101,9 @@ type config struct {
 	// maintenance is the period of retention and eviction; 0 leaves the
 	// broker's default.
 	maintenance time.Duration
+	// memoryBudget is queen.Options.MemoryBudget; 0 leaves the broker's
+	// default.
+	memoryBudget int64
 
 	// token is the shared bearer token every route but /health needs;
 	// empty for none.
@@ -130,6 +134,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	timeout := fs.String("default-timeout", env("DEFAULT_TIMEOUT", "30000"), "long-poll timeout in ms of pops that send none, at most 60000 (env DEFAULT_TIMEOUT)")
 	batch := fs.String("default-batch", env("DEFAULT_BATCH_SIZE", "1"), "batch size of pops that send none (env DEFAULT_BATCH_SIZE)")
 	maxBody := fs.String("max-body", env("QUEEN_MAX_BODY_BYTES", strconv.Itoa(16<<20)), "request body limit in bytes (env QUEEN_MAX_BODY_BYTES)")
+	memBudget := fs.String("memory-budget", env("QUEEN_MEMORY_BUDGET", ""), "memory for storage buffers: bytes, or a number with KiB, MiB or GiB; at least 8MiB (default 64MiB) (env QUEEN_MEMORY_BUDGET)")
 	logLevel := fs.String("log-level", env("LOG_LEVEL", "info"), "debug, info, warn or error (env LOG_LEVEL)")
 	shutdown := fs.String("shutdown-timeout", env("QUEEN_SHUTDOWN_TIMEOUT", "30s"), "how long shutdown waits for running requests (env QUEEN_SHUTDOWN_TIMEOUT)")
 	retention := fs.String("retention-interval", env("RETENTION_INTERVAL", ""), "ms between retention runs; with -eviction-interval the smaller wins (default 10000) (env RETENTION_INTERVAL)")
@@ -186,6 +191,11 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	}
 	if c.maxBody, err = strconv.ParseInt(*maxBody, 10, 64); err != nil || c.maxBody <= 0 {
 		return nil, fmt.Errorf("max body must be a positive number of bytes, not %q", *maxBody)
+	}
+	if *memBudget != "" {
+		if c.memoryBudget, err = parseBytes(*memBudget); err != nil {
+			return nil, fmt.Errorf("memory budget must be bytes or a number with KiB, MiB or GiB, such as 64MiB, not %q", *memBudget)
+		}
 	}
 	if err := c.logLevel.UnmarshalText([]byte(*logLevel)); err != nil {
 		return nil, fmt.Errorf("log level must be debug, info, warn or error, not %q", *logLevel)
@@ -247,8 +257,31 @@ func (c *config) parseJWT(env func(name, def string) string) error {
 func (c *config) brokerOptions(logger *slog.Logger) *queen.Options {
 	return &queen.Options{
 		Durability: c.durability, DefaultSubscriptionMode: c.subscription, EncryptionKey: c.encryptionKey, Logger: logger,
-		MaintenanceInterval: c.maintenance,
+		MaintenanceInterval: c.maintenance, MemoryBudget: c.memoryBudget,
 	}
+}
+
+// parseBytes reads a positive byte count, bare or with a KiB, MiB or GiB
+// suffix (also K, M, G, KB, MB, GB, all binary). The broker checks the
+// range.
+func parseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	unit := int64(1)
+	upper := strings.ToUpper(s)
+	for _, u := range []struct {
+		suffix string
+		n      int64
+	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}} {
+		if strings.HasSuffix(upper, u.suffix) {
+			s, unit = strings.TrimSpace(s[:len(s)-len(u.suffix)]), u.n
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64/unit {
+		return 0, errors.New("not a positive byte count")
+	}
+	return n * unit, nil
 }
 
 // run serves until ctx ends, then shuts down; it returns the exit code.

@@ -85,6 +85,25 @@ func TestParseConfig(t *testing.T) {
 		}
 	})
 
+	t.Run("memory budget", func(t *testing.T) {
+		t.Parallel()
+		for _, c := range []struct {
+			env  map[string]string
+			args []string
+			want int64
+		}{
+			{nil, nil, 0}, // the broker's default
+			{map[string]string{"QUEEN_MEMORY_BUDGET": "33554432"}, nil, 32 << 20},
+			{map[string]string{"QUEEN_MEMORY_BUDGET": "256MiB"}, nil, 256 << 20},
+			{map[string]string{"QUEEN_MEMORY_BUDGET": "256MiB"}, []string{"-memory-budget", "1 GiB"}, 1 << 30},
+			{nil, []string{"-memory-budget", "512k"}, 512 << 10},
+		} {
+			cfg, err := parseConfig(c.args, envOf(c.env), io.Discard)
+			require.NoError(t, err)
+			require.Equal(t, c.want, cfg.brokerOptions(nil).MemoryBudget, "%v %v", c.env, c.args)
+		}
+	})
+
 	t.Run("refuses bad values", func(t *testing.T) {
 		t.Parallel()
 		for _, c := range []struct {
@@ -108,6 +127,9 @@ func TestParseConfig(t *testing.T) {
 			{map[string]string{"QUEEN_ENCRYPTION_KEY": "abcd"}, nil, "QUEEN_ENCRYPTION_KEY must be 64 hexadecimal characters"},
 			{map[string]string{"QUEEN_ENCRYPTION_KEY": strings.Repeat("zz", 32)}, nil, "QUEEN_ENCRYPTION_KEY must be 64 hexadecimal characters"},
 			{nil, []string{"-data", ""}, "data directory must not be empty"},
+			{map[string]string{"QUEEN_MEMORY_BUDGET": "lots"}, nil, "memory budget must be bytes or a number with KiB, MiB or GiB"},
+			{nil, []string{"-memory-budget", "-5MiB"}, "memory budget must be"},
+			{nil, []string{"-memory-budget", "9999999999G"}, "memory budget must be"},
 			{nil, []string{"extra"}, `unexpected argument "extra"`},
 			{nil, []string{"-nope"}, "flag provided but not defined"},
 		} {

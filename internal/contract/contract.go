@@ -969,9 +969,12 @@ func testQueueFull(e *env) {
 
 func testTooLarge(e *env) {
 	t := e.t
-	big := json.RawMessage(`"` + strings.Repeat("x", 900<<10) + `"`)
+	// 8 MB of payloads kept inline in the storage transaction (values
+	// over Badger's value threshold, 629 KiB at the default memory budget,
+	// go to its value log and cost the transaction a pointer only).
+	big := json.RawMessage(`"` + strings.Repeat("x", 400<<10) + `"`)
 	tx := e.c.Transaction()
-	for range 5 {
+	for range 20 {
 		tx.Push(queen.PushItem{Queue: "big", Payload: big})
 	}
 	_, err := tx.Commit(e.ctx)

@@ -18,7 +18,7 @@ import (
 // Job is one measurement, run in a child process so that its peak RSS is
 // its own and one system's garbage never slows another.
 type Job struct {
-	Kind       string        `json:"kind"` // push, preload, drain, fanout, order, idle, latency, httppush, httppop, httpone
+	Kind       string        `json:"kind"` // push, preload, drain, fanout, order, idle, latency, httppush, httppop, httpone, pushdrain
 	System     string        `json:"system"`
 	Sync       bool          `json:"sync"`
 	Dir        string        `json:"dir"`
@@ -29,13 +29,17 @@ type Job struct {
 	Consumers  int           `json:"consumers"`
 	Partitions int           `json:"partitions"`
 	Groups     int           `json:"groups"`
-	Batch      int           `json:"batch"` // push batch (push) or pop/fetch batch (consumers)
+	Batch      int           `json:"batch"`              // push batch (push) or pop/fetch batch (consumers)
+	PopBatch   int           `json:"popBatch,omitempty"` // pop/fetch batch of pushdrain, whose Batch is the push's
 	Idle       int           `json:"idle"`
 	Rate       int           `json:"rate"`
 	Tag        string        `json:"tag"` // makes group/consumer names unique per round
 	Profile    string        `json:"profile,omitempty"`
 	JSDedup    bool          `json:"jsDedup,omitempty"`
 	Bin        string        `json:"bin,omitempty"` // cmd/queen binary of systems server*
+	// MemoryMB is queen's Options.MemoryBudget in MiB (systems queen@N); 0
+	// is the default.
+	MemoryMB int `json:"memoryMB,omitempty"`
 	// Experiments: Badger options for system queen-tuned (through OpenDB).
 	Tuned           bool `json:"tuned,omitempty"`
 	BadgerMemMB     int  `json:"badgerMemMB,omitempty"`
@@ -53,13 +57,16 @@ type Result struct {
 	P99  float64 `json:"p99,omitempty"`
 	P999 float64 `json:"p999,omitempty"`
 	// Heap bytes (after GC) at points of interest, for scenario 6.
-	HeapLive int64  `json:"heapLive,omitempty"`
-	Capped   bool   `json:"capped,omitempty"` // stopped by MaxTime before N
-	Note     string `json:"note,omitempty"`
-	Err      string `json:"err,omitempty"`
-	PeakHeap int64  `json:"peakHeap,omitempty"` // sampled Go heap objects, bytes
-	RSSKB    int64  `json:"-"`                  // filled by the parent from rusage
-	Wall     float64
+	HeapLive int64 `json:"heapLive,omitempty"`
+	// DrainSeconds is how long the drain phase of a pushdrain job took
+	// (Msgs messages); Seconds is its push phase.
+	DrainSeconds float64 `json:"drainSeconds,omitempty"`
+	Capped       bool    `json:"capped,omitempty"` // stopped by MaxTime before N
+	Note         string  `json:"note,omitempty"`
+	Err          string  `json:"err,omitempty"`
+	PeakHeap     int64   `json:"peakHeap,omitempty"` // sampled Go heap objects, bytes
+	RSSKB        int64   `json:"-"`                  // filled by the parent from rusage
+	Wall         float64
 }
 
 func (r Result) rate() float64 {
@@ -67,6 +74,14 @@ func (r Result) rate() float64 {
 		return 0
 	}
 	return float64(r.Msgs) / r.Seconds
+}
+
+// drainRate is the drain phase's msgs/s of a pushdrain job.
+func (r Result) drainRate() float64 {
+	if r.DrainSeconds <= 0 {
+		return 0
+	}
+	return float64(r.Msgs) / r.DrainSeconds
 }
 
 const resultMarker = "BENCHRESULT "
@@ -101,6 +116,14 @@ func runJob(j *Job) (Result, error) {
 			j.Idle = 0
 		}
 		j.System = sys
+	}
+	if mb, ok := strings.CutPrefix(j.System, "queen@"); ok {
+		n, err := strconv.Atoi(mb)
+		if err != nil {
+			return Result{}, fmt.Errorf("system %q: bad budget", j.System)
+		}
+		j.MemoryMB = n
+		return runQueen(j)
 	}
 	switch j.System {
 	case "queen":

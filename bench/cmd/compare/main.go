@@ -67,6 +67,8 @@ type config struct {
 	httpOne     int
 	queenBin    string
 	baseBin     string
+	memN        int
+	budgets     []int
 }
 
 func main() {
@@ -76,6 +78,7 @@ func main() {
 	flag.IntVar(&c.n, "n", 0, "messages per push row (default 200000; quick 10000)")
 	flag.IntVar(&c.backlog, "backlog", 0, "preloaded backlog for scenarios 3 and 4 (default 1000000; quick 30000); scenarios 6 and 8 use half")
 	flag.IntVar(&c.orderN, "order-n", 0, "messages in scenario 5 (default 200000; quick 10000)")
+	flag.IntVar(&c.memN, "mem-n", 0, "messages pushed then drained in scenario 9 (default 300000; quick 20000)")
 	flag.IntVar(&c.payload, "payload", 256, "payload size in bytes")
 	prods := flag.String("producers", "1,64", "concurrent producers for scenario 1 (comma list)")
 	prods2 := flag.String("producers-batch", "1,4", "concurrent producers for scenario 2 (comma list)")
@@ -92,7 +95,7 @@ func main() {
 	flag.DurationVar(&c.maxTime, "max-time", 0, "time cap of one measured phase (default 4s; quick 0.5s); a capped row measures what it did")
 	flag.IntVar(&c.rounds, "rounds", 0, "rounds per row, systems alternating; the median is reported (default 3; quick 1)")
 	dur := flag.String("durability", "both", "sync (fsync per commit; JetStream sync_interval: always), nosync (JetStream default), or both")
-	scen := flag.String("scenarios", "1,2,3,4,5,6,7,8", "scenarios to run")
+	scen := flag.String("scenarios", "1,2,3,4,5,6,7,8,9", "scenarios to run")
 	sys := flag.String("systems", "queen,jetstream,badger,http,server", "systems to run (http: scenario 8 through httpapi in process; server: scenario 8 against cmd/queen in its own process, server-base too with -base-bin; queen-tuned: queen with the -badger-* options, an experiment)")
 	flag.StringVar(&c.dir, "dir", "", "work directory (default: a new temporary directory)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory")
@@ -101,6 +104,7 @@ func main() {
 	flag.DurationVar(&c.childLimit, "child-timeout", 0, "kill a measurement that runs longer, as a hang (default 10m; quick 2m)")
 	flag.StringVar(&c.out, "out", "", "also write the table (markdown) to this file")
 	flag.BoolVar(&c.verbose, "v", false, "log every measurement")
+	budgets := flag.String("budgets", "16,32,128,256", "scenario 9: also run queen with these Options.MemoryBudget values, in MiB (comma list; empty for none)")
 	flag.IntVar(&c.badgerMem, "badger-memtable-mb", 0, "experiment: Badger MemTableSize of system queen-tuned (queen on queen.OpenDB); 0 = queen.Open's")
 	flag.IntVar(&c.badgerMems, "badger-memtables", 0, "experiment: Badger NumMemtables; 0 = queen.Open's")
 	flag.IntVar(&c.httpN, "http-n", 0, "messages drained over HTTP in scenario 8 (default 100000; quick 10000); the one-message consumers take half")
@@ -119,6 +123,11 @@ func main() {
 	}
 	if c.producers2, err = intList(*prods2); err != nil {
 		fatal(err)
+	}
+	if strings.TrimSpace(*budgets) != "" {
+		if c.budgets, err = intList(*budgets); err != nil {
+			fatal(err)
+		}
 	}
 	switch *dur {
 	case "both":
@@ -162,6 +171,7 @@ func (c *config) defaults() {
 	pick(&c.n, 200000, 10000)
 	pick(&c.backlog, 1000000, 30000)
 	pick(&c.orderN, 200000, 10000)
+	pick(&c.memN, 300000, 20000)
 	pick(&c.idle, 100000, 10000)
 	pick(&c.httpN, 100000, 10000)
 	pick(&c.rounds, 3, 1)
@@ -234,7 +244,7 @@ func (c *config) rows() []*row {
 		}
 		var sys []string
 		for _, s := range systems {
-			if c.systems[strings.TrimSuffix(s, "+idle")] {
+			if c.systems[strings.TrimSuffix(s, "+idle")] || strings.HasPrefix(s, "queen@") {
 				sys = append(sys, s)
 			}
 		}
@@ -306,6 +316,21 @@ func (c *config) rows() []*row {
 		j.Kind, j.N, j.Batch, j.Consumers = "httpone", c.httpN/2, 1, c.httpOne
 		j.MaxTime = 2 * c.maxTime
 		add("8", fmt.Sprintf("one-message consumers: %d in parallel, pop 1 + ack, HTTP vs in-process", c.httpOne), sync, servers, j, nil)
+	}
+	// Scenario 9 is about peak memory: one process pushes a backlog and
+	// drains it, and its peak RSS is the row's.
+	for _, sync := range c.durability {
+		j := base
+		j.Kind, j.N, j.Batch, j.PopBatch, j.Producers = "pushdrain", c.memN, c.pushBatch, c.batch, 4
+		j.MaxTime = 8 * c.maxTime // the whole backlog is the measurement
+		systems := []string{"queen", "jetstream"}
+		if c.systems["queen"] {
+			for _, mb := range c.budgets {
+				systems = append(systems, fmt.Sprintf("queen@%d", mb))
+			}
+		}
+		add("9", fmt.Sprintf("push %d (%d/call, %d producers) then drain (%d consumers, batch %d)", j.N, j.Batch, j.Producers, j.Consumers, j.PopBatch), sync,
+			systems, j, nil)
 	}
 	return rows
 }

@@ -5,16 +5,21 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/internal/keys"
 	"github.com/queenlite/queen/internal/record"
 	"github.com/queenlite/queen/internal/uuid"
 )
 
-// badgerOptions are the options queen.Open uses, so the raw row measures
-// the same engine configuration.
+// badgerOptions are the options queen.Open uses (at its default memory
+// budget), so the raw row measures the same engine configuration; the
+// raw row syncs itself.
 func badgerOptions(dir string) badger.Options {
-	return badger.DefaultOptions(dir).WithLogger(nil).WithSyncWrites(false).WithNumVersionsToKeep(1).
-		WithCompactL0OnClose(true).WithDetectConflicts(false)
+	o, err := queen.BadgerOptions(dir, &queen.Options{Durability: queen.SyncNever})
+	if err != nil {
+		panic(err) // a constant configuration
+	}
+	return o
 }
 
 // tunedBadger reports whether the job overrides Badger's options.

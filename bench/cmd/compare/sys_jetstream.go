@@ -87,6 +87,8 @@ func runJS(j *Job) (Result, error) {
 		return jsOrder(j)
 	case "latency":
 		return jsLatency(j)
+	case "pushdrain":
+		return jsPushDrain(j)
 	}
 	return Result{}, fmt.Errorf("jetstream: unknown kind %q", j.Kind)
 }
@@ -537,5 +539,31 @@ func jsLatency(j *Job) (Result, error) {
 	}
 	r := Result{Msgs: int64(j.N), Seconds: sent.Seconds(), Note: note}
 	l.fill(&r)
+	return r, nil
+}
+
+// jsPushDrain is scenario 9 on JetStream: the push of scenario 2 and the
+// drain of scenario 3, one after the other in the same process (the
+// server restarts between them, as each phase's own row does).
+func jsPushDrain(j *Job) (Result, error) {
+	pj := *j
+	pj.Kind = "push"
+	if j.Profile != "" {
+		pj.Profile = j.Profile + ".push"
+	}
+	r, err := jsPush(&pj)
+	if err != nil || r.Capped {
+		return r, err
+	}
+	dj := *j
+	dj.Kind, dj.N, dj.Batch = "drain", int(r.Msgs), j.PopBatch
+	if j.Profile != "" {
+		dj.Profile = j.Profile + ".drain"
+	}
+	d, err := jsDrain(&dj)
+	if err != nil {
+		return Result{}, err
+	}
+	r.DrainSeconds, r.Capped = d.Seconds, d.Capped
 	return r, nil
 }

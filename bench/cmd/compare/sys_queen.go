@@ -36,7 +36,7 @@ func queenOpen(j *Job, sync bool) (*qb, error) {
 	if sync {
 		d = queen.SyncEveryCommit
 	}
-	opts := &queen.Options{Durability: d}
+	opts := &queen.Options{Durability: d, MemoryBudget: int64(j.MemoryMB) << 20}
 	if !j.tunedBadger() {
 		b, err := queen.Open(j.Dir, opts)
 		return &qb{Broker: b}, err
@@ -77,6 +77,8 @@ func runQueen(j *Job) (Result, error) {
 		return queenPush(j)
 	case "httppop", "httpone":
 		return queenPopAck(j)
+	case "pushdrain":
+		return queenPushDrain(j)
 	}
 	return Result{}, fmt.Errorf("queen: unknown kind %q", j.Kind)
 }
@@ -544,5 +546,49 @@ func queenLatency(j *Job) (Result, error) {
 	}
 	r := Result{Msgs: int64(j.N), Seconds: sent.Seconds(), Note: note}
 	l.fill(&r)
+	return r, nil
+}
+
+// queenPushDrain is scenario 9: one broker, opened once, takes j.N
+// messages (j.Batch per call from j.Producers producers over j.Partitions
+// partitions) and then drains them with j.Consumers consumers popping
+// j.PopBatch and acking each batch; both phases are timed, and the
+// process's peak RSS is the row's point.
+func queenPushDrain(j *Job) (Result, error) {
+	ctx := context.Background()
+	b, err := queenOpen(j, j.Sync)
+	if err != nil {
+		return Result{}, err
+	}
+	defer b.Close()
+	names := partNames("p", j.Partitions)
+	payload := fixedPayload(j.Payload)
+	prof := startProfile(j)
+	p, err := queenPushAll(ctx, b.Broker, j, names, func(int) []byte { return payload })
+	if err != nil {
+		return Result{}, err
+	}
+	r := p.result()
+	if r.Capped {
+		return r, nil
+	}
+	group := "mem-" + j.Tag
+	oc := newOffsetChecker()
+	start := time.Now()
+	qc := &queenConsumer{b: b.Broker, group: group, workers: j.Consumers, batch: j.PopBatch, partitions: 1, target: p.n, end: deadline(j), check: oc.check}
+	n, last, capped, err := qc.run(ctx)
+	prof.stop()
+	if err != nil {
+		return Result{}, err
+	}
+	r.DrainSeconds, r.Capped = last.Sub(start).Seconds(), capped
+	if !capped {
+		if n != p.n {
+			return Result{}, fmt.Errorf("verify: settled %d, want %d", n, p.n)
+		}
+		if err := verifyDrained(ctx, b.Broker, []string{group}); err != nil {
+			return Result{}, err
+		}
+	}
 	return r, nil
 }

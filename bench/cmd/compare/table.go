@@ -90,7 +90,7 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 		for _, s := range r.systems {
 			rs := r.results[s]
 			if len(rs) == 0 {
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | - | - | - | - | - | FAILED |\n", r.scen, r.title, durName(r.sync), sysLabel[s])
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | - | - | - | - | - | FAILED |\n", r.scen, r.title, durName(r.sync), label(s))
 				continue
 			}
 			m, rss := median(rs, r.latency)
@@ -109,6 +109,8 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 				} else {
 					ratio = fmt.Sprintf("%.2f (tuned/default)", m.rate()/ours.rate())
 				}
+			case strings.HasPrefix(s, "queen@") && haveOurs && ours.rate() > 0:
+				ratio = fmt.Sprintf("%.2f (budget/default)", m.rate()/ours.rate())
 			case r.scen == "8" && (s == "http" || s == "server") && haveOurs:
 				ratio = fmt.Sprintf("%.2f (HTTP/in-process)", m.rate()/ours.rate())
 				if bs := r.results["server-base"]; s == "server" && len(bs) > 0 {
@@ -122,6 +124,15 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 			}
 			if r.latency {
 				notes = append(notes, fmt.Sprintf("p999 %s ms", fmtMS(m.P999)))
+			}
+			if m.DrainSeconds > 0 {
+				d := fmt.Sprintf("drain %s msg/s", fmtRate(m.drainRate()))
+				if strings.HasPrefix(s, "queen@") && haveOurs && ours.drainRate() > 0 {
+					d += fmt.Sprintf(" (budget/default %.2f)", m.drainRate()/ours.drainRate())
+				} else if s != "queen" && haveOurs && ours.drainRate() > 0 {
+					d += fmt.Sprintf(" (ours/peer %.2f)", ours.drainRate()/m.drainRate())
+				}
+				notes = append(notes, d)
 			}
 			if m.Note != "" {
 				notes = append(notes, m.Note)
@@ -137,7 +148,7 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 				p50, p99 = 0, 0
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %d | %s | %s |\n",
-				r.scen, r.title, durName(r.sync), sysLabel[s], fmtRate(m.rate()), fmtMS(p50), fmtMS(p99), m.RSSKB>>10, ratio, strings.Join(notes, "; "))
+				r.scen, r.title, durName(r.sync), label(s), fmtRate(m.rate()), fmtMS(p50), fmtMS(p99), m.RSSKB>>10, ratio, strings.Join(notes, "; "))
 			_ = rss
 		}
 		if len(r.errs) > 0 {
@@ -153,6 +164,7 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
   Drain/fan-out = durable pull consumers, Fetch(batch), explicit ack: Ack each message, DoubleAck the last of the fetch.
   JetStream persists consumer ack state asynchronously (about 10 writes/s per consumer) even with sync_interval: always; queen's acks are fsynced with the fsync setting.
 - Scenario 5 on JetStream: order is per consumer, not per subject across consumers, so keys are sharded statically over one filtered durable consumer per worker (subject bench.o.<shard>.<key>).
+- Scenario 9: msgs/s and p50/p99 are the push phase (per call); the drain phase's rate is in the notes; peak RSS covers both. JetStream's server restarts between the phases.
 - Scenario 3/4 p50/p99 are not measured (throughput only). Push rows: latency is per call. Scenario 7: open loop (32 senders on a fixed schedule), from the start of the push call to the handler; senders' lateness against the schedule is in the notes.
 - Raw Badger writes the broker's bytes for each message (record + dedup-index entry) with the broker's Badger options: the storage engine's limit for push.
 `)
@@ -171,7 +183,15 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 func labels(s []string) []string {
 	out := make([]string, len(s))
 	for i, v := range s {
-		out[i] = sysLabel[v]
+		out[i] = label(v)
 	}
 	return out
+}
+
+// label names a system in the table.
+func label(s string) string {
+	if mb, ok := strings.CutPrefix(s, "queen@"); ok {
+		return "queen, MemoryBudget " + mb + " MiB"
+	}
+	return sysLabel[s]
 }
