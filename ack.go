@@ -166,7 +166,7 @@ func (b *Broker) AckBatch(ctx context.Context, items []AckItem) ([]AckResult, er
 	}
 	var done <-chan error
 	if len(ops) > 0 {
-		done = b.w.submit(ops)
+		done = b.w.submitState(ops)
 	}
 	b.mu.Unlock()
 	if done != nil {

@@ -2,6 +2,7 @@ package queen
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,6 +27,27 @@ func CommitsForTest(b *Broker) int64 { return b.w.commits.Load() }
 // release is called. held receives once the writer waits; queued reports
 // how many write requests wait behind it.
 func HoldCommitsForTest(b *Broker) (held <-chan struct{}, queued func() int, release func()) {
+	held, release = holdAt(&b.w.beforeCommit)
+	queued = func() int {
+		b.w.mu.Lock()
+		defer b.w.mu.Unlock()
+		return len(b.w.queue)
+	}
+	return held, queued, release
+}
+
+// SyncsForTest returns the number of explicit fsyncs of b's logs (by its
+// writer, its background sync of SyncPushes, or Close).
+func SyncsForTest(b *Broker) int64 { return b.w.syncs.Load() }
+
+// HoldSyncsForTest makes every fsync of b's logs wait until release is
+// called. held receives (once, buffered) when an fsync waits.
+func HoldSyncsForTest(b *Broker) (held <-chan struct{}, release func()) {
+	return holdAt(&b.w.beforeSync)
+}
+
+// holdAt installs at hook a gate that waits until release is called.
+func holdAt(hook *atomic.Pointer[func()]) (held <-chan struct{}, release func()) {
 	gate := make(chan struct{})
 	at := make(chan struct{}, 1)
 	var once sync.Once
@@ -36,12 +58,7 @@ func HoldCommitsForTest(b *Broker) (held <-chan struct{}, queued func() int, rel
 		}
 		<-gate
 	}
-	b.w.beforeCommit.Store(&hold)
-	queued = func() int {
-		b.w.mu.Lock()
-		defer b.w.mu.Unlock()
-		return len(b.w.queue)
-	}
+	hook.Store(&hold)
 	release = func() { once.Do(func() { close(gate) }) }
-	return at, queued, release
+	return at, release
 }

@@ -620,7 +620,7 @@ func (b *Broker) deliver(ctx context.Context, g *group, l *lease, claims []claim
 	}
 	var done <-chan error
 	if len(ops) > 0 {
-		done = b.w.submit(ops)
+		done = b.w.submitState(ops)
 	}
 	leaseID := ""
 	if l != nil {

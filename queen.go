@@ -30,6 +30,31 @@ const (
 	// because the operating system still holds the pages; a power loss or
 	// kernel crash can lose the writes of the last few seconds.
 	SyncNever
+
+	// SyncPushes fsyncs, before they return, the writes that create or
+	// remove records (pushes, transactions, dead-lettering and parking,
+	// group creation, queue and message administration), as
+	// SyncEveryCommit does; writes of consumer positions only (acks that
+	// settle messages without dead-lettering or parking them, and the
+	// cursor moves of autoAck and conflating pops) return once committed to
+	// Badger's write-ahead log, as under SyncNever, and are fsynced by a
+	// background sync at most [Options.AckSyncDelay] later, by the next
+	// fsynced write, or by Close, whichever comes first.
+	//
+	// A process crash (kill -9) loses nothing that returned. A power loss
+	// or kernel crash loses no confirmed message, but can undo acks and
+	// cursor moves of the last AckSyncDelay: their messages are delivered
+	// again (at-least-once holds, as with a consumer that crashed before
+	// acking). One more case can undo an older ack: when Badger switched to
+	// a new memtable after the ack, the ack's log is synced when Badger
+	// writes that memtable to a table file (in the background, normally
+	// within a second), not by a later fsync, which covers only the current
+	// log. Consumers that ack one message at a time then no longer wait
+	// for an fsync per ack.
+	//
+	// A database given to [OpenDB] opened with Badger's SyncWrites syncs
+	// every commit, so this mode then behaves as SyncEveryCommit.
+	SyncPushes
 )
 
 // String names the mode.
@@ -39,9 +64,18 @@ func (d Durability) String() string {
 		return "sync-every-commit"
 	case SyncNever:
 		return "sync-never"
+	case SyncPushes:
+		return "sync-pushes"
 	}
 	return fmt.Sprintf("Durability(%d)", int(d))
 }
+
+// Bounds and default of [Options.AckSyncDelay].
+const (
+	MinAckSyncDelay     = time.Millisecond
+	MaxAckSyncDelay     = 10 * time.Second
+	DefaultAckSyncDelay = 100 * time.Millisecond
+)
 
 // SubscriptionMode says where a new consumer group starts reading.
 type SubscriptionMode string
@@ -107,6 +141,13 @@ type Options struct {
 	// Durability is what a successful write survives. Defaults to
 	// [SyncEveryCommit].
 	Durability Durability
+
+	// AckSyncDelay is, under [SyncPushes], the longest an ack (or another
+	// write of consumer positions only) stays committed without fsync:
+	// the background sync runs at most this long after such a commit.
+	// From 1 ms to 10 s; ignored under the other modes. Defaults to
+	// 100 ms.
+	AckSyncDelay time.Duration
 
 	// DefaultSubscriptionMode is where a new named group starts when its
 	// first pop says nothing. Defaults to [SubscriptionModeNew].
@@ -185,9 +226,15 @@ func (o *Options) withDefaults() (Options, error) {
 		out = *o
 	}
 	switch out.Durability {
-	case SyncEveryCommit, SyncNever:
+	case SyncEveryCommit, SyncNever, SyncPushes:
 	default:
 		return out, argErr("Options.Durability", "unknown value %d", int(out.Durability))
+	}
+	switch d := out.AckSyncDelay; {
+	case d == 0:
+		out.AckSyncDelay = DefaultAckSyncDelay
+	case d < MinAckSyncDelay || d > MaxAckSyncDelay:
+		return out, argErr("Options.AckSyncDelay", "must be from %s to %s, not %s", MinAckSyncDelay, MaxAckSyncDelay, d)
 	}
 	switch out.DefaultSubscriptionMode {
 	case "":
@@ -364,6 +411,10 @@ func newBroker(db *badger.DB, o Options) (*Broker, error) {
 	b.timers.init(b)
 	b.bg.Add(3)
 	go func() { defer b.bg.Done(); b.w.run() }()
+	if b.w.lazy {
+		b.bg.Add(1)
+		go func() { defer b.bg.Done(); b.w.syncLater() }()
+	}
 	go func() { defer b.bg.Done(); b.timers.run() }()
 	go func() { defer b.bg.Done(); b.maintain() }()
 	for _, sweep := range b.sweeps {
@@ -395,8 +446,9 @@ const closeCallWait = 10 * time.Second
 //     with [ErrClosed].
 //  3. It waits, up to 10 seconds, for the calls already running to
 //     return; each of them completes or returns [ErrClosed].
-//  4. It finishes the writes already accepted, stops every background
-//     goroutine and, when the broker opened Badger itself, closes it.
+//  4. It finishes the writes already accepted, fsyncs those not yet
+//     synced (under [SyncPushes]), stops every background goroutine and,
+//     when the broker opened Badger itself, closes it.
 //
 // If calls are still running after those 10 seconds, Close returns an
 // error saying so and step 4 happens in the background when the last of
@@ -447,12 +499,13 @@ func (b *Broker) Close() error {
 func (b *Broker) stopStorage() error {
 	close(b.stop)
 	b.bg.Wait()
+	err := b.w.closeErr // the final sync of SyncPushes
 	if b.ownDB {
-		if err := b.db.Close(); err != nil {
-			return fmt.Errorf("queen: close storage: %w", err)
+		if cerr := b.db.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("queen: close storage: %w", cerr))
 		}
 	}
-	return nil
+	return err
 }
 
 // callsShut is added to Broker.calls when Close refuses new calls: one

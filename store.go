@@ -7,6 +7,7 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
@@ -70,13 +71,17 @@ type writeReq struct {
 	push *pushReq
 	drop [][]byte // prefixes to drop with Badger's DropPrefix, alone
 	done chan error
+	// state marks a write of consumer positions only (see submitState):
+	// under SyncPushes its commit is not fsynced before it returns.
+	state bool
 }
 
 // badgerOptions are the options Open opens dir with (o has its defaults).
 // Value-log files of 64 MiB (Badger's default is 1 GiB) let value-log GC
 // give space back in reasonable steps. Under SyncEveryCommit Badger syncs
-// the log a commit went into, inside the commit (see writer.write for
-// caller-opened databases). The memory settings come from o.MemoryBudget
+// the log a commit went into, inside the commit (see writer.afterCommit
+// for caller-opened databases and for SyncPushes, where the writer syncs
+// the commits that need it). The memory settings come from o.MemoryBudget
 // (see sizeMemory).
 func badgerOptions(dir string, o Options) (badger.Options, error) {
 	var bo badger.Options
@@ -183,10 +188,29 @@ type writer struct {
 	// each. Tests use them to see what a call writes and what it shares.
 	commits      atomic.Int64
 	beforeCommit atomic.Pointer[func()]
+
+	// lazy is set under SyncPushes when commits need an explicit fsync
+	// (on disk, Badger not syncing each write): commits of state requests
+	// only are then left to syncLater. unsynced counts those commits;
+	// synced is the count the last fsync covered (each fsync covers every
+	// commit before it in the log; written under syncMu). wake tells
+	// syncLater one is waiting.
+	lazy     bool
+	unsynced atomic.Int64
+	synced   atomic.Int64
+	wake     chan struct{}
+	// syncs counts the explicit fsyncs (db.Sync), which syncMu serialises;
+	// beforeSync, set by tests only, runs before each. closeErr is the
+	// final sync's failure.
+	syncMu     sync.Mutex
+	syncs      atomic.Int64
+	beforeSync atomic.Pointer[func()]
+	closeErr   error
 }
 
 func newWriter(b *Broker) *writer {
-	return &writer{b: b, signal: make(chan struct{}, 1)}
+	return &writer{b: b, signal: make(chan struct{}, 1), wake: make(chan struct{}, 1),
+		lazy: b.opts.Durability == SyncPushes && !b.opts.InMemory && !b.db.Opts().SyncWrites}
 }
 
 // submit queues ops for the next commit and returns the channel that
@@ -196,6 +220,28 @@ func (w *writer) submit(ops []op) <-chan error {
 	done := make(chan error, 1)
 	w.enqueue(&writeReq{ops: ops, done: done})
 	return done
+}
+
+// submitState is submit for writes that only move consumer positions
+// (acks, cursor saves of pops). Under SyncPushes their commit returns
+// before it is fsynced, unless ops hold anything but cursor records (the
+// dead letters and parked copies an ack creates are fsynced: they are new
+// records, and the message they copy may be deleted by retention once the
+// cursor passed it).
+func (w *writer) submitState(ops []op) <-chan error {
+	done := make(chan error, 1)
+	w.enqueue(&writeReq{ops: ops, done: done, state: cursorsOnly(ops)})
+	return done
+}
+
+// cursorsOnly reports whether ops only set cursor records.
+func cursorsOnly(ops []op) bool {
+	for _, o := range ops {
+		if o.del || o.traces != nil || len(o.key) == 0 || o.key[0] != keys.Cursor {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *writer) submitPush(r *pushReq) { w.enqueue(&writeReq{push: r, done: r.done}) }
@@ -226,6 +272,9 @@ func (w *writer) run() {
 			w.queue = nil
 			w.mu.Unlock()
 			w.commitAll(rest)
+			if err := w.sync(true); err != nil {
+				w.closeErr = storageErr("sync", err)
+			}
 			return
 		}
 		for {
@@ -321,7 +370,7 @@ func (w *writer) commit(batch []*writeReq) {
 }
 
 // write applies batch to one Badger transaction and commits it (with fsync
-// under SyncEveryCommit). On error nothing was written and the offsets it
+// as Options.Durability says, see afterCommit). On error nothing was written and the offsets it
 // handed out are taken back.
 func (w *writer) write(batch []*writeReq, touched map[*partition]int64) (int64, error) {
 	b := w.b
@@ -345,17 +394,88 @@ func (w *writer) write(batch []*writeReq, touched map[*partition]int64) (int64, 
 			return err
 		}
 		w.commits.Add(1)
-		// A database opened with SyncWrites synced inside Commit; one the
-		// caller opened without it is synced here.
-		if b.opts.Durability == SyncEveryCommit && !b.opts.InMemory && !b.db.Opts().SyncWrites {
-			return b.db.Sync()
-		}
-		return nil
+		return w.afterCommit(batch)
 	}()
 	if err != nil {
 		w.rollback(touched, batch)
 	}
 	return ts, err
+}
+
+// afterCommit fsyncs a commit that must be durable before it returns.
+func (w *writer) afterCommit(batch []*writeReq) error {
+	b := w.b
+	// A database opened with SyncWrites synced inside Commit; one the
+	// caller opened without it is synced here.
+	if b.opts.Durability == SyncNever || b.opts.InMemory || b.db.Opts().SyncWrites {
+		return nil
+	}
+	if w.lazy && stateOnly(batch) {
+		w.unsynced.Add(1)
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+		return nil
+	}
+	return w.sync(false)
+}
+
+func stateOnly(batch []*writeReq) bool {
+	for _, r := range batch {
+		if !r.state {
+			return false
+		}
+	}
+	return true
+}
+
+// sync fsyncs Badger's logs: every commit written before it is durable.
+// With pendingOnly it does so only if a commit was left unsynced since the
+// last fsync. Called by the writer and by syncLater, one at a time.
+func (w *writer) sync(pendingOnly bool) error {
+	w.syncMu.Lock()
+	defer w.syncMu.Unlock()
+	n := w.unsynced.Load() // commits counted here are in the log already
+	if pendingOnly && n <= w.synced.Load() {
+		return nil
+	}
+	if f := w.beforeSync.Load(); f != nil {
+		(*f)()
+	}
+	if err := w.b.db.Sync(); err != nil {
+		return err
+	}
+	w.syncs.Add(1)
+	w.synced.Store(n)
+	return nil
+}
+
+// syncLater is the background sync of SyncPushes: it fsyncs the commits
+// left unsynced at most Options.AckSyncDelay after the first of them, unless
+// an fsync of the writer covered them meanwhile. Close syncs what is left
+// (see run).
+func (w *writer) syncLater() {
+	b := w.b
+	t := time.NewTimer(b.opts.AckSyncDelay)
+	t.Stop()
+	for {
+		select {
+		case <-w.wake:
+		case <-b.stop:
+			return
+		}
+		t.Reset(b.opts.AckSyncDelay)
+		select {
+		case <-t.C:
+		case <-b.stop:
+			t.Stop()
+			return
+		}
+		if err := w.sync(true); err != nil {
+			b.fail(storageErr("sync", err))
+		}
+	}
 }
 
 // commitSplit writes a request too big for one Badger transaction in
@@ -372,7 +492,7 @@ func (w *writer) commitSplit(r *writeReq) {
 			size += len(ops[n].key) + len(ops[n].val)
 			n++
 		}
-		if _, err := w.write([]*writeReq{{ops: ops[:n]}}, nil); err != nil {
+		if _, err := w.write([]*writeReq{{ops: ops[:n], state: r.state}}, nil); err != nil {
 			w.failBatch([]*writeReq{r}, err)
 			return
 		}
