@@ -63,7 +63,7 @@ func child(t *testing.T) string {
 
 // TestCrash_KillAndReopen runs the child against one directory, SIGKILLs
 // it at a random moment, reopens the directory and checks the log against
-// what the broker holds; several rounds, in both durability modes.
+// what the broker holds; several rounds, in every durability mode.
 func TestCrash_KillAndReopen(t *testing.T) {
 	t.Parallel()
 	bin := child(t)
@@ -72,17 +72,14 @@ func TestCrash_KillAndReopen(t *testing.T) {
 		seed = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seed %d (rerun with -crash.seed=%d)", seed, seed)
-	for _, mode := range []queen.Durability{queen.SyncEveryCommit, queen.SyncNever} {
+	for _, mode := range []queen.Durability{queen.SyncEveryCommit, queen.SyncNever, queen.SyncPushes} {
 		t.Run(mode.String(), func(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewPCG(seed, uint64(mode)))
 			dir := t.TempDir()
 			data, logPath := filepath.Join(dir, "data"), filepath.Join(dir, "log")
 			for round := 1; round <= *rounds; round++ {
-				args := []string{"-dir", data, "-log", logPath, "-round", fmt.Sprint(round), "-seed", fmt.Sprint(seed)}
-				if mode == queen.SyncNever {
-					args = append(args, "-nosync")
-				}
+				args := []string{"-dir", data, "-log", logPath, "-round", fmt.Sprint(round), "-seed", fmt.Sprint(seed), "-durability", mode.String()}
 				cmd := exec.Command(bin, args...)
 				var stderr bytes.Buffer
 				cmd.Stderr = &stderr

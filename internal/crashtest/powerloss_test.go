@@ -4,7 +4,9 @@ package crashtest_test
 //
 // The promise (doc.go, queen.go): with SyncEveryCommit a call returns only
 // after the storage transaction holding it was fsynced, so it survives a
-// power loss; with SyncNever it survives kill -9 only.
+// power loss; with SyncPushes so does a push, while an ack is fsynced in
+// the background within Options.AckSyncDelay; with SyncNever a call
+// survives kill -9 only.
 //
 // A wrapper that drops unsynced writes, the usual way to test that, cannot
 // be put under Badger: Badger has no file-system interface, and it writes
@@ -59,6 +61,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/queenlite/queen"
 	"github.com/stretchr/testify/require"
 )
 
@@ -238,17 +241,27 @@ func syncedKind(w window, suffix string) bool {
 }
 
 // TestPowerLoss_SyncedBeforeReturn checks in the syscall trace that every
-// push and ack made with SyncEveryCommit msyncs, before it returns, the
-// memtable log and the value-log file its write went to, across a
-// value-log rotation; and that SyncNever syncs neither.
+// push and ack made with SyncEveryCommit, and every push made with
+// SyncPushes, msyncs, before it returns, the memtable log and the
+// value-log file its write went to, across a value-log rotation; that
+// SyncPushes leaves acks to its background sync; and that SyncNever syncs
+// nothing.
 func TestPowerLoss_SyncedBeforeReturn(t *testing.T) {
 	t.Parallel()
-	t.Run("sync-every-commit", func(t *testing.T) {
-		t.Parallel()
-		ws := windows(t, straceChild(t, "-seq", "12", "-vlogsize", fmt.Sprint(2<<20)))
+	// syncedBeforeReturn checks that every push (every call with allCalls) synced
+	// its logs before it returned, across a value-log rotation, and
+	// returns the windows of the acks.
+	syncedBeforeReturn := func(t *testing.T, mode queen.Durability, allCalls bool) (acks []window) {
+		ws := windows(t, straceChild(t, "-seq", "12", "-vlogsize", fmt.Sprint(2<<20), "-durability", mode.String()))
 		require.Len(t, ws, 24, "12 pushes and 12 acks")
 		rotations := 0
 		for _, w := range ws {
+			if w.op == "ack" {
+				acks = append(acks, w)
+				if !allCalls {
+					continue
+				}
+			}
 			where := fmt.Sprintf("%s %s", w.op, w.n)
 			require.True(t, syncedKind(w, ".mem"), "%s returned before its memtable log was synced: %v (msyncs of unknown mappings: %v)", where, w.synced, w.unmapped)
 			if w.big {
@@ -259,10 +272,23 @@ func TestPowerLoss_SyncedBeforeReturn(t *testing.T) {
 			}
 		}
 		require.Positive(t, rotations, "the 2 MiB value log should have rotated")
+		return acks
+	}
+	t.Run("sync-every-commit", func(t *testing.T) {
+		t.Parallel()
+		syncedBeforeReturn(t, queen.SyncEveryCommit, true)
+	})
+	t.Run("sync-pushes", func(t *testing.T) {
+		t.Parallel()
+		// Acks are synced later, in the background (AckSyncDelay is 10 s in
+		// the child, so not during its calls).
+		for _, w := range syncedBeforeReturn(t, queen.SyncPushes, false) {
+			require.False(t, syncedKind(w, ".mem") || syncedKind(w, ".vlog"), "ack %s synced with SyncPushes: %v", w.n, w.synced)
+		}
 	})
 	t.Run("sync-never", func(t *testing.T) {
 		t.Parallel()
-		ws := windows(t, straceChild(t, "-seq", "6", "-nosync"))
+		ws := windows(t, straceChild(t, "-seq", "6", "-durability", queen.SyncNever.String()))
 		require.Len(t, ws, 12)
 		for _, w := range ws {
 			require.False(t, syncedKind(w, ".mem") || syncedKind(w, ".vlog"), "%s %s synced with SyncNever: %v", w.op, w.n, w.synced)

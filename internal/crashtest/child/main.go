@@ -52,7 +52,7 @@ func (l *logger) fatal(format string, args ...any) {
 func main() {
 	dir := flag.String("dir", "", "broker directory")
 	logPath := flag.String("log", "", "log file (appended)")
-	nosync := flag.Bool("nosync", false, "open with SyncNever instead of SyncEveryCommit")
+	durability := flag.String("durability", queen.SyncEveryCommit.String(), "durability mode, by its String name")
 	round := flag.Int("round", 0, "round number, part of every transactionId")
 	seed := flag.Uint64("seed", 1, "random seed")
 	runFor := flag.Duration("for", 20*time.Second, "exit by itself after this long")
@@ -72,8 +72,13 @@ func main() {
 	}
 
 	opts := &queen.Options{MaintenanceInterval: 50 * time.Millisecond, GCInterval: 500 * time.Millisecond}
-	if *nosync {
-		opts.Durability = queen.SyncNever
+	for _, m := range []queen.Durability{queen.SyncEveryCommit, queen.SyncNever, queen.SyncPushes} {
+		if m.String() == *durability {
+			opts.Durability = m
+		}
+	}
+	if opts.Durability.String() != *durability {
+		log.fatal("unknown durability %q", *durability)
 	}
 	if *seq > 0 {
 		sequential(log, *dir, opts, *seq, *vlogSize)
@@ -441,11 +446,14 @@ func main() {
 }
 
 // sequential pushes n messages one by one (every third one 1.2 MB, kept
-// in the value log), then pops and acks them one by one. Each call is
+// in the value log), then pops and acks them one by one (the pops of a
+// queue-mode group: only the first writes, outside the bracketed calls). Each call is
 // bracketed by "begin" and "ok" lines, so a syscall trace shows what the
 // broker synced between the two.
 func sequential(log *logger, dir string, opts *queen.Options, n int, vlogSize int64) {
 	opts.MaintenanceInterval, opts.GCInterval = time.Hour, time.Hour
+	// Under SyncPushes no background sync falls inside a traced call.
+	opts.AckSyncDelay = queen.MaxAckSyncDelay
 	var b *queen.Broker
 	var db *badger.DB
 	var err error
