@@ -9,7 +9,10 @@
 //	-host               HOST                       listen address (default 0.0.0.0)
 //	-port               PORT                       listen port (default 6632; 0 picks a free one)
 //	-data               QUEEN_DATA_DIR             data directory (default ./queen-data)
-//	-durability         QUEEN_DURABILITY           sync (fsync every commit, default) or none
+//	-durability         QUEEN_DURABILITY           sync (fsync every commit, default), pushes (fsync pushes, acks
+//	                                               within -ack-sync-delay) or none
+//	-ack-sync-delay     QUEEN_ACK_SYNC_DELAY       with -durability pushes: ms within which acks are fsynced
+//	                                               (default 100, 1 to 10000)
 //	-subscription-mode  DEFAULT_SUBSCRIPTION_MODE  where new consumer groups start: new (default) or all
 //	-default-timeout    DEFAULT_TIMEOUT            long-poll timeout in ms of pops that send none (default 30000)
 //	-default-batch      DEFAULT_BATCH_SIZE         batch of pops that send none (default 1)
@@ -91,6 +94,7 @@ type config struct {
 	port            int
 	dataDir         string
 	durability      queen.Durability
+	ackSyncDelay    time.Duration // 0: the broker's default
 	subscription    queen.SubscriptionMode
 	encryptionKey   []byte
 	defaultTimeout  time.Duration
@@ -129,7 +133,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	host := fs.String("host", env("HOST", "0.0.0.0"), "listen address (env HOST)")
 	port := fs.String("port", env("PORT", "6632"), "listen port, 0 for any free one (env PORT)")
 	dataDir := fs.String("data", env("QUEEN_DATA_DIR", "./queen-data"), "data directory (env QUEEN_DATA_DIR)")
-	durability := fs.String("durability", env("QUEEN_DURABILITY", "sync"), "sync: fsync every commit; none: survive process crashes only (env QUEEN_DURABILITY)")
+	durability := fs.String("durability", env("QUEEN_DURABILITY", "sync"), "sync: fsync every commit; pushes: fsync pushes, acks within -ack-sync-delay; none: survive process crashes only (env QUEEN_DURABILITY)")
+	ackSyncDelay := fs.String("ack-sync-delay", env("QUEEN_ACK_SYNC_DELAY", ""), "with -durability pushes: ms within which acks are fsynced, 1 to 10000 (default 100) (env QUEEN_ACK_SYNC_DELAY)")
 	subMode := fs.String("subscription-mode", env("DEFAULT_SUBSCRIPTION_MODE", "new"), "where new consumer groups start: new or all (env DEFAULT_SUBSCRIPTION_MODE)")
 	timeout := fs.String("default-timeout", env("DEFAULT_TIMEOUT", "30000"), "long-poll timeout in ms of pops that send none, at most 60000 (env DEFAULT_TIMEOUT)")
 	batch := fs.String("default-batch", env("DEFAULT_BATCH_SIZE", "1"), "batch size of pops that send none (env DEFAULT_BATCH_SIZE)")
@@ -170,8 +175,17 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 		c.durability = queen.SyncEveryCommit
 	case "none", "async", "sync-never":
 		c.durability = queen.SyncNever
+	case "pushes", "sync-pushes":
+		c.durability = queen.SyncPushes
 	default:
-		return nil, fmt.Errorf("durability must be sync or none, not %q", *durability)
+		return nil, fmt.Errorf("durability must be sync, pushes or none, not %q", *durability)
+	}
+	if *ackSyncDelay != "" {
+		ms, err := strconv.ParseInt(*ackSyncDelay, 10, 64)
+		if lo, hi := queen.MinAckSyncDelay.Milliseconds(), queen.MaxAckSyncDelay.Milliseconds(); err != nil || ms < lo || ms > hi {
+			return nil, fmt.Errorf("ack sync delay must be %d to %d milliseconds, not %q", lo, hi, *ackSyncDelay)
+		}
+		c.ackSyncDelay = time.Duration(ms) * time.Millisecond
 	}
 	switch m := strings.ToLower(*subMode); m {
 	case "new", "new-only", "all":
@@ -256,7 +270,7 @@ func (c *config) parseJWT(env func(name, def string) string) error {
 // brokerOptions are the broker's options for c.
 func (c *config) brokerOptions(logger *slog.Logger) *queen.Options {
 	return &queen.Options{
-		Durability: c.durability, DefaultSubscriptionMode: c.subscription, EncryptionKey: c.encryptionKey, Logger: logger,
+		Durability: c.durability, AckSyncDelay: c.ackSyncDelay, DefaultSubscriptionMode: c.subscription, EncryptionKey: c.encryptionKey, Logger: logger,
 		MaintenanceInterval: c.maintenance, MemoryBudget: c.memoryBudget,
 	}
 }
@@ -334,10 +348,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	srv.RegisterOnShutdown(func() { close(stopPolls) })
 
-	durability := "sync"
-	if cfg.durability == queen.SyncNever {
-		durability = "none"
-	}
+	durability := map[queen.Durability]string{queen.SyncEveryCommit: "sync", queen.SyncNever: "none", queen.SyncPushes: "pushes"}[cfg.durability]
 	maintenance := "default"
 	if opts.MaintenanceInterval > 0 {
 		maintenance = opts.MaintenanceInterval.String()

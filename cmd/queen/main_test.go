@@ -61,6 +61,16 @@ func TestParseConfig(t *testing.T) {
 		require.Equal(t, "here", c.dataDir)
 		require.Equal(t, queen.SyncEveryCommit, c.durability)
 		require.Equal(t, queen.SubscriptionModeNewOnly, c.subscription)
+
+		env = envOf(map[string]string{"QUEEN_DURABILITY": "pushes", "QUEEN_ACK_SYNC_DELAY": "250"})
+		c, err = parseConfig(nil, env, io.Discard)
+		require.NoError(t, err)
+		require.Equal(t, queen.SyncPushes, c.durability)
+		require.Equal(t, 250*time.Millisecond, c.brokerOptions(nil).AckSyncDelay)
+		c, err = parseConfig([]string{"-durability", "sync-pushes", "-ack-sync-delay", "20"}, env, io.Discard)
+		require.NoError(t, err)
+		require.Equal(t, queen.SyncPushes, c.durability)
+		require.Equal(t, 20*time.Millisecond, c.ackSyncDelay)
 	})
 
 	t.Run("maintenance interval", func(t *testing.T) {
@@ -113,7 +123,10 @@ func TestParseConfig(t *testing.T) {
 		}{
 			{map[string]string{"PORT": "http"}, nil, "port must be a number"},
 			{nil, []string{"-port", "70000"}, "port must be a number from 0 to 65535"},
-			{map[string]string{"QUEEN_DURABILITY": "maybe"}, nil, "durability must be sync or none"},
+			{map[string]string{"QUEEN_DURABILITY": "maybe"}, nil, "durability must be sync, pushes or none"},
+			{map[string]string{"QUEEN_ACK_SYNC_DELAY": "0"}, nil, `ack sync delay must be 1 to 10000 milliseconds, not "0"`},
+			{nil, []string{"-ack-sync-delay", "10001"}, "ack sync delay must be 1 to 10000 milliseconds"},
+			{nil, []string{"-ack-sync-delay", "9223372036855"}, "ack sync delay must be 1 to 10000 milliseconds"},
 			{map[string]string{"DEFAULT_SUBSCRIPTION_MODE": "latest"}, nil, "subscription mode must be new or all"},
 			{map[string]string{"DEFAULT_TIMEOUT": "-1"}, nil, "default timeout must be a positive number"},
 			{map[string]string{"DEFAULT_BATCH_SIZE": "x"}, nil, "default batch must be a positive number"},

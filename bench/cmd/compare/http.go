@@ -91,7 +91,10 @@ func (e *httpEnv) startServer() error {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	dur := "none"
-	if e.j.Sync {
+	switch {
+	case e.j.Sync && e.j.System == "server-pushes":
+		dur = "pushes"
+	case e.j.Sync:
 		dur = "sync"
 	}
 	e.proc = exec.Command(e.j.Bin, "-host", "127.0.0.1", "-port", strconv.Itoa(port), "-data", e.j.Dir, "-durability", dur, "-log-level", "warn")

@@ -135,7 +135,7 @@ func runJob(j *Job) (Result, error) {
 		return runJS(j)
 	case "badger":
 		return runBadger(j)
-	case "http", "server", "server-base":
+	case "http", "server", "server-base", "server-pushes":
 		return runHTTP(j)
 	}
 	return Result{}, fmt.Errorf("unknown system %q", j.System)

@@ -96,7 +96,7 @@ func main() {
 	flag.IntVar(&c.rounds, "rounds", 0, "rounds per row, systems alternating; the median is reported (default 3; quick 1)")
 	dur := flag.String("durability", "both", "sync (fsync per commit; JetStream sync_interval: always), nosync (JetStream default), or both")
 	scen := flag.String("scenarios", "1,2,3,4,5,6,7,8,9", "scenarios to run")
-	sys := flag.String("systems", "queen,jetstream,badger,http,server", "systems to run (http: scenario 8 through httpapi in process; server: scenario 8 against cmd/queen in its own process, server-base too with -base-bin; queen-tuned: queen with the -badger-* options, an experiment)")
+	sys := flag.String("systems", "queen,jetstream,badger,http,server,server-pushes", "systems to run (http: scenario 8 through httpapi in process; server: scenario 8 against cmd/queen in its own process, server-base too with -base-bin; server-pushes: cmd/queen with -durability pushes, in the fsync rows of scenario 8 pop+ack; queen-tuned: queen with the -badger-* options, an experiment)")
 	flag.StringVar(&c.dir, "dir", "", "work directory (default: a new temporary directory)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory")
 	flag.StringVar(&c.profile, "profile", "", "write CPU and alloc profiles of every measured phase to this directory")
@@ -311,6 +311,9 @@ func (c *config) rows() []*row {
 		j.Kind, j.N, j.Batch, j.Producers = "httppush", c.n, 1, 4
 		add("8", "HTTP push 1/call, 4 clients vs in-process", sync, []string{"queen", "http"}, j, nil)
 		servers := []string{"queen", "http", "server", "server-base"}
+		if sync { // acks fsynced in the background, pushes before they return
+			servers = append(servers, "server-pushes")
+		}
 		j.Kind, j.N, j.Batch = "httppop", c.httpN, c.batch
 		add("8", fmt.Sprintf("pop+ack %d, batch %d, %d consumers, HTTP vs in-process", j.N, c.batch, c.consumers), sync, servers, j, nil)
 		j.Kind, j.N, j.Batch, j.Consumers = "httpone", c.httpN/2, 1, c.httpOne
@@ -395,7 +398,7 @@ func run(c *config) error {
 				j := r.job
 				j.System = s
 				switch s {
-				case "server":
+				case "server", "server-pushes":
 					j.Bin = c.queenBin
 				case "server-base":
 					j.Bin = c.baseBin
@@ -443,7 +446,9 @@ func run(c *config) error {
 // buildServer builds cmd/queen for system server, from the queen module
 // this harness uses, unless -queen-bin names one or no row runs it.
 func (c *config) buildServer(rows []*row, root string) error {
-	if c.queenBin != "" || !slices.ContainsFunc(rows, func(r *row) bool { return slices.Contains(r.systems, "server") }) {
+	if c.queenBin != "" || !slices.ContainsFunc(rows, func(r *row) bool {
+		return slices.Contains(r.systems, "server") || slices.Contains(r.systems, "server-pushes")
+	}) {
 		return nil
 	}
 	c.queenBin = filepath.Join(root, "queen-server")

@@ -62,6 +62,7 @@ var sysLabel = map[string]string{
 	"http":             "queen over HTTP",
 	"server":           "cmd/queen",
 	"server-base":      "cmd/queen, base",
+	"server-pushes":    "cmd/queen -durability pushes",
 	"queen-tuned":      "queen, tuned Badger",
 	"queen+idle":       "queen + idle partitions",
 	"queen-tuned+idle": "queen, tuned Badger + idle partitions",
@@ -111,9 +112,9 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 				}
 			case strings.HasPrefix(s, "queen@") && haveOurs && ours.rate() > 0:
 				ratio = fmt.Sprintf("%.2f (budget/default)", m.rate()/ours.rate())
-			case r.scen == "8" && (s == "http" || s == "server") && haveOurs:
+			case r.scen == "8" && (s == "http" || s == "server" || s == "server-pushes") && haveOurs:
 				ratio = fmt.Sprintf("%.2f (HTTP/in-process)", m.rate()/ours.rate())
-				if bs := r.results["server-base"]; s == "server" && len(bs) > 0 {
+				if bs := r.results["server-base"]; s != "http" && len(bs) > 0 {
 					bm, _ := median(bs, false)
 					ratio += fmt.Sprintf("; %.2f (new/base)", m.rate()/bm.rate())
 				}
@@ -163,6 +164,8 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
   Push 1/call = synchronous Publish; push N/call = N PublishAsync then wait for every ack. No Nats-Msg-Id unless -js-dedup (queen always deduplicates).
   Drain/fan-out = durable pull consumers, Fetch(batch), explicit ack: Ack each message, DoubleAck the last of the fetch.
   JetStream persists consumer ack state asynchronously (about 10 writes/s per consumer) even with sync_interval: always; queen's acks are fsynced with the fsync setting.
+- cmd/queen -durability pushes (queen.SyncPushes, scenario 8 fsync rows): pushes fsynced before they return, acks committed at once and fsynced
+  in the background within 100 ms (as JetStream's ack state); "new/base" compares it with the base binary on the durable default.
 - Scenario 5 on JetStream: order is per consumer, not per subject across consumers, so keys are sharded statically over one filtered durable consumer per worker (subject bench.o.<shard>.<key>).
 - Scenario 9: msgs/s and p50/p99 are the push phase (per call); the drain phase's rate is in the notes; peak RSS covers both. JetStream's server restarts between the phases.
 - Scenario 3/4 p50/p99 are not measured (throughput only). Push rows: latency is per call. Scenario 7: open loop (32 senders on a fixed schedule), from the start of the push call to the handler; senders' lateness against the schedule is in the notes.
