@@ -84,8 +84,14 @@
 //     pages) but a power loss or kernel crash can lose the last writes;
 //     what is lost is lost whole per call (a push or an ack is never half
 //     applied).
+//   - [SyncPushes]: pushes, transactions and every write that creates or
+//     removes records return after fsync, as under SyncEveryCommit; acks
+//     and cursor moves return once in the log and are fsynced in the
+//     background within [Options.AckSyncDelay] (100 ms by default). It
+//     survives kill -9 whole; a power loss keeps every confirmed message
+//     but can undo the last acks, whose messages are then delivered again.
 //
-// In both modes, leases live in memory: after a restart no lease exists, so
+// In every mode, leases live in memory: after a restart no lease exists, so
 // every batch that was out is delivered again at once, and delivery-attempt
 // counting restarts at 1 for it. Cursors, retry counters, group start
 // points, dead letters, parked messages and dedup entries are durable.
