@@ -620,12 +620,7 @@ func (r *run) fetch() {
 				// wait and pop again, up to unavailableBackoff apart.
 				backoff = min(max(2*backoff, pollInterval), unavailableBackoff)
 				r.h.logger().Warn("queen: consume: pop failed; popping again", "queue", r.req.Queue, "group", r.group, "in", backoff, "err", err)
-				t := time.NewTimer(backoff)
-				select {
-				case <-t.C:
-				case <-r.popCtx.Done():
-				}
-				t.Stop()
+				sleepCtx(r.popCtx, backoff)
 				continue
 			}
 			r.mu.Lock()
@@ -641,12 +636,7 @@ func (r *run) fetch() {
 				if r.idle > 0 {
 					wait = min(wait, max(r.idle-time.Since(r.lastActive), time.Millisecond))
 				}
-				t := time.NewTimer(wait)
-				select {
-				case <-t.C:
-				case <-r.popCtx.Done():
-				}
-				t.Stop()
+				sleepCtx(r.popCtx, wait)
 			}
 			continue
 		}
@@ -666,6 +656,16 @@ func (r *run) fetch() {
 		}
 		r.cond.Broadcast()
 		r.mu.Unlock()
+	}
+}
+
+// sleepCtx waits d, or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 
