@@ -45,6 +45,9 @@ type Job struct {
 	BadgerMemMB     int  `json:"badgerMemMB,omitempty"`
 	BadgerMemtables int  `json:"badgerMemtables,omitempty"`
 	BadgerCacheMB   int  `json:"badgerCacheMB"` // -1: Badger's default
+	// Tweak changes the Badger options queen.BadgerOptions derives from
+	// the budget (systems queen~<tweak>, see applyTweak): experiments.
+	Tweak string `json:"tweak,omitempty"`
 }
 
 // Result is what a child reports.
@@ -65,6 +68,7 @@ type Result struct {
 	Note         string  `json:"note,omitempty"`
 	Err          string  `json:"err,omitempty"`
 	PeakHeap     int64   `json:"peakHeap,omitempty"` // sampled Go heap objects, bytes
+	Mem          MemPeak `json:"mem"`                // the process at its peak RSS
 	RSSKB        int64   `json:"-"`                  // filled by the parent from rusage
 	Wall         float64
 }
@@ -95,10 +99,13 @@ func runChild(spec string) {
 	start := time.Now()
 	stop := make(chan struct{})
 	peak := make(chan int64)
+	mem := make(chan MemPeak)
 	go samplePeakHeap(stop, peak)
+	go memWatch(stop, mem, j.Profile)
 	res, err := runJob(&j)
 	close(stop)
 	res.PeakHeap = <-peak
+	res.Mem = <-mem
 	if err != nil {
 		res.Err = err.Error()
 	}
@@ -123,6 +130,10 @@ func runJob(j *Job) (Result, error) {
 			return Result{}, fmt.Errorf("system %q: bad budget", j.System)
 		}
 		j.MemoryMB = n
+		return runQueen(j)
+	}
+	if tw, ok := strings.CutPrefix(j.System, "queen~"); ok {
+		j.Tweak = tw
 		return runQueen(j)
 	}
 	switch j.System {

@@ -37,6 +37,25 @@ func queenOpen(j *Job, sync bool) (*qb, error) {
 		d = queen.SyncEveryCommit
 	}
 	opts := &queen.Options{Durability: d, MemoryBudget: int64(j.MemoryMB) << 20}
+	if j.Tweak != "" {
+		bo, err := queen.BadgerOptions(j.Dir, opts)
+		if err != nil {
+			return nil, err
+		}
+		if bo, err = applyTweak(bo, j.Tweak); err != nil {
+			return nil, err
+		}
+		db, err := badger.Open(bo)
+		if err != nil {
+			return nil, err
+		}
+		b, err := queen.OpenDB(db, opts)
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		return &qb{Broker: b, db: db}, nil
+	}
 	if !j.tunedBadger() {
 		b, err := queen.Open(j.Dir, opts)
 		return &qb{Broker: b}, err
