@@ -534,7 +534,10 @@ func writeAndExpire(t *testing.T, mib int) diskNumbers {
 // TestLimits_DiskSpaceGivenBack writes and expires -limits.diskmb MiB (96
 // by default; 1024 for the long form) and checks what is given back today:
 // a queue delete gives its space back at once (its keys are dropped with
-// Badger's DropPrefix), and after a restart almost everything is gone.
+// Badger's DropPrefix, and value-log GC rewrites the full value-log files)
+// except the value log's head file, which Badger collects only once it is
+// full (up to 64 MiB, the file size Open sets: 32 MiB of the default 96),
+// and after a restart almost everything is gone.
 // What retention deletes while the broker runs comes back only as Badger
 // compacts (under sustained writes) or at the next restart: this test
 // measures that (n.end) but does not hold it to a bound.
@@ -544,7 +547,7 @@ func TestLimits_DiskSpaceGivenBack(t *testing.T) {
 		t.Skip("writes tens of MiB")
 	}
 	n := writeAndExpire(t, *diskMB)
-	require.Less(t, n.deleted, int64(32<<20), "space left once DeleteQueue returned, broker running")
+	require.Less(t, n.deleted, int64(64<<20+8<<20), "space left once DeleteQueue returned, broker running: the value log's head file and a little more")
 	require.Less(t, n.closed, n.written/4+16<<20, "space left after the queue was deleted and the broker closed")
 	require.Less(t, n.reopened, n.written/8+16<<20, "space left after a restart")
 }

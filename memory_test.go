@@ -39,7 +39,8 @@ func TestOptions_MemoryBudgetValidation(t *testing.T) {
 
 // TestBadgerOptions_SizedFromBudget: the memtables Badger may hold at once
 // (NumMemtables+2 arenas of 1.3 × MemTableSize each) stay within half the
-// budget, grow with it, and the defaults are the documented ones.
+// budget, grow with it, and the defaults are the documented ones; on disk
+// values of 128 B or more go to the value log at every budget.
 func TestBadgerOptions_SizedFromBudget(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -60,6 +61,7 @@ func TestBadgerOptions_SizedFromBudget(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, at.MemTableSize, def.MemTableSize)
 	require.Equal(t, int64(8<<20), def.MemTableSize)
+	require.Equal(t, int64(128), def.ValueThreshold, "on disk a message record of 128 B or more goes to the value log")
 	mem, err := queen.BadgerOptions("", &queen.Options{InMemory: true})
 	require.NoError(t, err)
 	require.Equal(t, int64(1<<20), mem.MemTableSize, "in memory the default budget is DefaultInMemoryBudget")
@@ -67,6 +69,7 @@ func TestBadgerOptions_SizedFromBudget(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(64<<20), big.MemTableSize, "1 GiB: Badger's default memtables")
 	require.Equal(t, 4, big.NumMemtables)
+	require.Equal(t, int64(128), big.ValueThreshold, "on disk whatever the budget")
 }
 
 // TestMemoryBudget_SmallestBudgetStoresLargeWrites: at the smallest

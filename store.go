@@ -101,6 +101,10 @@ func badgerOptions(dir string, o Options) (badger.Options, error) {
 	return sizeMemory(bo, o.MemoryBudget), nil
 }
 
+// vlogThreshold is the value size from which Badger keeps a value in its
+// value log on disk (see sizeMemory).
+const vlogThreshold = 128
+
 // skiplistNode is Badger's skl.MaxNodeSize, the arena bytes it reserves
 // per entry of a batch.
 const skiplistNode = 96
@@ -129,17 +133,23 @@ const skiplistNode = 96
 // Index and filter blocks are read the same way (the index cache only
 // serves Badger's own encryption; queen encrypts payloads itself).
 //
-// On disk, a value over half a batch goes to the value log, so that a
-// batch always takes the largest inline value. In memory Badger keeps
-// every value in the memtable whatever the threshold (it only has to be
-// valid).
+// On disk, a value of vlogThreshold bytes or more (a message record with
+// a payload over about 60 B) goes to the value log, written once, and
+// the LSM tree keeps a pointer to it: the tree, which compactions
+// rewrite level by level through in-memory table builders, stays small
+// (scenario 9 in bench/NOTES.md: with 256 B messages, peak RSS 0.55× and
+// push throughput 1.25× of inline values, whose tables and builders were
+// the largest part of the process). The value log's head file is only
+// collected once full, so up to 64 MiB of deleted payloads can hold disk
+// space until then. In memory Badger keeps every value in the memtable
+// whatever the threshold (it only has to be valid, at most one batch).
 func sizeMemory(bo badger.Options, budget int64) badger.Options {
 	mt := min(budget/8, 64<<20)
 	arena := mt + 2*(15*mt/100)
 	n := int(max(min(budget/2/arena-2, 5), 1))
 	table := min(max(mt/4, 256<<10), 2<<20)
 	batch := 15 * mt / 100 // Badger's largest batch
-	threshold := min(1<<20, batch/2)
+	threshold := min(vlogThreshold, batch/2)
 	if bo.InMemory {
 		threshold = min(1<<20, batch)
 	}
