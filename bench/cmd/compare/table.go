@@ -141,6 +141,10 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 			if m.PeakHeap > 0 {
 				notes = append(notes, fmt.Sprintf("Go heap peak %d MB", m.PeakHeap>>20))
 			}
+			if mp := m.Mem; r.scen == "9" && mp.RSS > 0 {
+				notes = append(notes, fmt.Sprintf("at the peak (MiB): anon %d (heap goal %d), files %d (vlog %d, sst %d)",
+					mp.Anon>>10, mp.HeapGoal>>10, mp.File>>10, mp.Vlog>>10, mp.SST>>10))
+			}
 			if m.Capped {
 				notes = append(notes, fmt.Sprintf("time-capped: %d msgs in %.1fs", m.Msgs, m.Seconds))
 			}
