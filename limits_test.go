@@ -546,6 +546,13 @@ func TestLimits_DiskSpaceGivenBack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes tens of MiB")
 	}
+	if raceEnabled() {
+		// Badger v4.9.6's value-log GC reads the memtable's maxVersion
+		// (DB.MaxVersion, value.go:189) while writes update it without a
+		// lock (memTable.Put): a race inside Badger that this test's GC
+		// rounds over a value log of small payloads reach.
+		t.Skip("value-log GC races inside Badger v4.9.6 (DB.MaxVersion vs memTable.Put)")
+	}
 	n := writeAndExpire(t, *diskMB)
 	require.Less(t, n.deleted, int64(64<<20+8<<20), "space left once DeleteQueue returned, broker running: the value log's head file and a little more")
 	require.Less(t, n.closed, n.written/4+16<<20, "space left after the queue was deleted and the broker closed")
