@@ -20,8 +20,17 @@ type group struct {
 
 	readyHead, readyTail *cursor // partitions with deliverable messages and no lease
 	nReady               int
-	waiters              waitList             // pops of any partition
-	partWaiters          map[string]*waitList // pops of one named partition, by name
+	// scan is how far in q.order the group has looked for partitions to
+	// read. A group's cursors are made lazily: in a partition where it has
+	// none, it stands at the first message (see cursorOf). Beyond scan, such
+	// a partition may hold messages for it that no ready list shows yet;
+	// discover makes their cursors as pops need them. A message arriving
+	// makes the cursors of every group at once (messagesArrived), so scan
+	// only matters for partitions that held messages when the group joined
+	// or the broker opened.
+	scan        int
+	waiters     waitList             // pops of any partition
+	partWaiters map[string]*waitList // pops of one named partition, by name
 
 	ackRate float64 // messages settled per second, smoothed (autopilot)
 	rateAt  int64
@@ -267,15 +276,41 @@ func (b *Broker) servable(c *cursor, now int64) bool {
 	return true
 }
 
+// cursorOf returns g's cursor in p, or nil while g has none there. A group
+// without a cursor in a partition reads it from its first retained
+// message, as a cursor at p.first would: addGroup and place make a cursor
+// wherever a group starts elsewhere, so stats, pending counts and
+// retention treat a missing cursor as one at p.first (see startCursor).
+func (p *partition) cursorOf(g *group) *cursor {
+	if g.slot < len(p.cursors) {
+		return p.cursors[g.slot]
+	}
+	return nil
+}
+
+// startCursor returns g's cursor in p, or, where g has none yet, the one
+// it would have: at p.first, not installed. For reading only.
+func startCursor(g *group, p *partition) *cursor {
+	if c := p.cursorOf(g); c != nil {
+		return c
+	}
+	return &cursor{p: p, g: g, offset: p.first}
+}
+
 // cursorFor returns g's cursor in p, creating it at the group's start point.
 func (b *Broker) cursorFor(g *group, p *partition) *cursor {
+	if c := p.cursorOf(g); c != nil {
+		return c
+	}
+	return b.install(g, p, b.startOffset(g, p))
+}
+
+// install gives g a cursor in p at off; p has none for g.
+func (b *Broker) install(g *group, p *partition, off int64) *cursor {
 	for len(p.cursors) <= g.slot {
 		p.cursors = append(p.cursors, nil)
 	}
-	if c := p.cursors[g.slot]; c != nil {
-		return c
-	}
-	c := &cursor{p: p, g: g, offset: b.startOffset(g, p)}
+	c := &cursor{p: p, g: g, offset: off}
 	p.cursors[g.slot] = c
 	b.repend(p)
 	return c
@@ -285,10 +320,59 @@ func (b *Broker) cursorFor(g *group, p *partition) *cursor {
 // partitions that were empty when g joined are read from their first
 // message, except by a group subscribed from a time later than that.
 func (b *Broker) startOffset(g *group, p *partition) int64 {
-	if g.mode == modeFrom && g.from > p.createdAt() {
+	if g.mode == modeFrom && g.from > p.createdAt() && p.first < p.next {
 		return b.firstOffsetAtOrAfter(p, g.from)
 	}
 	return p.first
+}
+
+// place sets g's start point in every partition of its queue, where it has
+// no cursor: the partition's first message, or, for a group in mode "new"
+// (unless early) or one subscribed from a time, a later offset in a
+// partition holding messages then. Only those later start points get a
+// cursor now, and their writes are returned; everywhere else g is left to
+// discover the partition's messages as it pops (see group.scan), so a
+// group joining a queue of many partitions costs nothing per partition.
+func (b *Broker) place(g *group, early bool, now int64) []op {
+	g.scan = 0
+	var ops []op
+	if g.mode == SubscriptionModeNew && !early || g.mode == modeFrom {
+		for _, p := range g.q.order {
+			if p.deleted || p.first >= p.next || p.cursorOf(g) != nil {
+				continue
+			}
+			off := p.next
+			if g.mode == modeFrom {
+				off = b.startOffset(g, p)
+			}
+			if off == p.first {
+				continue
+			}
+			c := b.install(g, p, off)
+			ops = append(ops, c.saveOp())
+			b.check(c, now)
+		}
+	}
+	if g.scan < len(g.q.order) {
+		g.waiters.wakeAll() // a parked pop looks again
+	}
+	return ops
+}
+
+// discover walks g's undiscovered partitions (see group.scan) and makes a
+// cursor in each that holds messages for g, until want of them are ready
+// or none is left. Each partition is looked at once per placement, so a
+// group's pops pay for its partitions once in all, a few at a time.
+func (b *Broker) discover(g *group, want int, now int64) {
+	order := g.q.order
+	for g.scan < len(order) && g.nReady < want {
+		p := order[g.scan]
+		g.scan++
+		if p.deleted || p.count == 0 || p.cursorOf(g) != nil {
+			continue
+		}
+		b.check(b.install(g, p, p.first), now)
+	}
 }
 
 // messagesArrived tells every group of p's queue that p has new messages.

@@ -418,9 +418,9 @@ func (b *Broker) join(q *queue, req *PopRequest, now int64, recreated bool) (*gr
 	return g, ops, nil
 }
 
-// addGroup installs g on q, placing a cursor in every partition, and
-// returns the writes that make its start point durable. An early group in
-// mode "new" starts at every partition's first message.
+// addGroup installs g on q at its start point (see place) and returns the
+// writes that make it durable. An early group in mode "new" starts at
+// every partition's first message.
 func (b *Broker) addGroup(q *queue, g *group, early bool) []op {
 	g.slot = len(q.slots)
 	for i, s := range q.slots {
@@ -436,26 +436,14 @@ func (b *Broker) addGroup(q *queue, g *group, early bool) []op {
 	}
 	q.groups[g.name] = g
 	ops := []op{{key: keys.GroupKey(q.name, g.name), val: g.meta()}}
-	now := b.now()
-	for _, p := range q.sortedParts() {
-		for len(p.cursors) <= g.slot {
-			p.cursors = append(p.cursors, nil)
+	ops = append(ops, b.place(g, early, b.now())...)
+	if len(q.groups) > 1 {
+		// g's start counts in pending where the others are past it. As
+		// the first group, it counts what no group counted before: every
+		// retained message, where place made no cursor.
+		for _, p := range q.order {
+			b.repend(p)
 		}
-		c := &cursor{p: p, g: g, offset: p.first}
-		switch g.mode {
-		case SubscriptionModeNew:
-			if !early {
-				c.offset = p.next
-			}
-		case modeFrom:
-			c.offset = b.firstOffsetAtOrAfter(p, g.from)
-		}
-		p.cursors[g.slot] = c
-		b.repend(p)
-		if c.offset != p.first {
-			ops = append(ops, c.saveOp())
-		}
-		b.check(c, now)
 	}
 	return ops
 }
@@ -521,7 +509,10 @@ func (b *Broker) claim(g *group, p *partition, req *PopRequest, now int64) ([]cl
 		for budget > 0 && len(claims) < parts {
 			c := g.readyHead
 			if c == nil {
-				break
+				b.discover(g, parts-len(claims), now)
+				if c = g.readyHead; c == nil {
+					break
+				}
 			}
 			g.removeReady(c)
 			if c.fl != nil || !b.servable(c, now) {

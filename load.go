@@ -13,8 +13,10 @@ import (
 )
 
 // load rebuilds the in-memory state from Badger when the broker opens:
-// queues, partitions (with their last offset), groups, cursors and the
-// ready lists. Leases are not stored: none survive a restart.
+// queues, partitions (with their last offset), groups, the cursors that
+// are stored and the ready lists. A group has no cursor where none is
+// stored: it reads such partitions from their first message, and finds
+// them as it pops (see group.scan). Leases are not stored: none survive a restart.
 func (b *Broker) load() error {
 	err := b.db.View(func(txn *badger.Txn) error {
 		dead, sweeps, err := b.loadTombstones(txn)
@@ -41,7 +43,7 @@ func (b *Broker) load() error {
 	}
 	now := b.now()
 	for _, q := range b.queues {
-		for _, p := range q.parts {
+		for _, p := range q.order {
 			b.repend(p)
 			for _, c := range p.cursors {
 				if c != nil {
@@ -107,6 +109,7 @@ func (b *Broker) loadPartitions(txn *badger.Txn, dead map[uint64]bool) error {
 		}
 		b.parts[pid] = p
 		q.parts[m.Name] = p
+		q.order = append(q.order, p) // keys run in pid order
 		return nil
 	})
 	if err != nil {
@@ -156,10 +159,7 @@ func (b *Broker) loadGroups(txn *badger.Txn) error {
 		g := &group{q: q, name: string(rest[i+1:]), mode: m.Mode, from: m.From, joinedAt: m.JoinedAt, conflation: m.Conflation}
 		g.slot = len(q.slots)
 		q.slots = append(q.slots, g)
-		q.groups[g.name] = g
-		for _, p := range q.parts {
-			b.cursorFor(g, p)
-		}
+		q.groups[g.name] = g // its cursors are those stored (see cursorOf)
 		return nil
 	})
 }
@@ -179,7 +179,10 @@ func (b *Broker) loadCursors(txn *badger.Txn) error {
 		if err != nil {
 			return err
 		}
-		c := b.cursorFor(g, p)
+		c := p.cursorOf(g)
+		if c == nil {
+			c = b.install(g, p, rc.Offset)
+		}
 		c.offset, c.retries, c.consumed, c.lastAckAt = rc.Offset, rc.Retries, rc.Consumed, rc.LastAckAt
 		return nil
 	})

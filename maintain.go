@@ -123,12 +123,15 @@ func retainEnd(p *partition, kind retainKind) int64 {
 	if kind == retainAll {
 		return p.next
 	}
-	end, groups := p.next, 0
+	end, groups, made := p.next, len(p.q.groups), 0
 	for _, c := range p.cursors {
 		if c != nil {
 			end = min(end, c.offset)
-			groups++
+			made++
 		}
+	}
+	if made < groups { // a group with no cursor in p is at p.first
+		end = p.first
 	}
 	if (kind == retainCompleted && groups == 0) || (kind == retainUnread && groups > 0) {
 		return p.first
@@ -211,8 +214,12 @@ func (b *Broker) evict(ctx context.Context, p *partition, cutoff int64) error {
 	}
 	now := b.now()
 	var ops []op
-	for _, c := range p.cursors {
-		if c == nil || c.fl != nil {
+	for _, g := range p.q.slots {
+		if g == nil {
+			continue
+		}
+		c := startCursor(g, p)
+		if c.fl != nil {
 			continue
 		}
 		if c.offset < p.first {
@@ -233,6 +240,9 @@ func (b *Broker) evict(ctx context.Context, p *partition, cutoff int64) error {
 		}
 		if len(specs) == 0 {
 			continue
+		}
+		if p.cursorOf(g) == nil {
+			c = b.install(g, p, c.offset)
 		}
 		lops, err := b.letterOps(c, specs, now)
 		if err != nil {

@@ -248,6 +248,9 @@ func (m *seqModel) partFor(q *smQueue, name string) *smPart {
 	p := &smPart{q: q, name: name, created: m.now() / 1e6 * 1e6}
 	q.parts[name] = p
 	q.order = append(q.order, name)
+	for _, g := range q.groups { // every group has a position in every partition
+		m.cursorFor(g, p)
+	}
 	return p
 }
 

@@ -50,7 +50,6 @@ var (
 // generator away from a path that would crash the test binary). Delete an
 // entry once its fix is merged; -model.strict ignores them all.
 var knownDefects = map[string]string{
-	"reopen-lazycursors": "after a restart every group has a cursor in every partition; live, partitions created after a group joined have none until a message arrives",
 }
 
 // knownDefect reports whether the check named name is gated: its entry

@@ -107,6 +107,7 @@ func (b *Broker) partitionFor(q *queue, name string) (*partition, bool) {
 	p := &partition{q: q, pid: uint64(len(b.parts)), name: name, created: uint32(b.clock.Now().Unix())}
 	b.parts = append(b.parts, p)
 	q.parts[name] = p
+	q.order = append(q.order, p)
 	for _, g := range q.slots { // pops waiting on it look again, and join it
 		if g != nil {
 			if wl := g.partWaiters[name]; wl != nil {

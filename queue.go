@@ -1,10 +1,8 @@
 package queen
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -141,6 +139,7 @@ type queue struct {
 	createdAt   int64
 	cfg         QueueConfig
 	parts       map[string]*partition
+	order       []*partition // every partition in creation (pid) order: what groups discover (see group.scan)
 	groups      map[string]*group
 	slots       []*group                // group by cursor slot; nil where a group was deleted
 	count       int64                   // retained messages
@@ -177,17 +176,6 @@ func (q *queue) leaseTime() time.Duration {
 		return 60 * time.Second
 	}
 	return q.cfg.LeaseTime
-}
-
-// sortedParts lists q's partitions in creation order, so a new group is
-// served them in a reproducible order.
-func (q *queue) sortedParts() []*partition {
-	ps := make([]*partition, 0, len(q.parts))
-	for _, p := range q.parts {
-		ps = append(ps, p)
-	}
-	slices.SortFunc(ps, func(a, b *partition) int { return cmp.Compare(a.pid, b.pid) })
-	return ps
 }
 
 // newQueue creates a queue in memory, under b.mu. The writer persists it.

@@ -32,7 +32,10 @@ type PartitionStats struct {
 	FirstOffset int64 // lowest retained offset
 	NextOffset  int64 // offset the next push gets
 	LastPushAt  time.Time
-	Cursors     []CursorStats
+	// Cursors has one entry per group of the queue: every group has a
+	// position in every partition, at its first message until the group
+	// reads there.
+	Cursors []CursorStats
 }
 
 // QueueStats describes a queue and its partitions.
@@ -59,7 +62,7 @@ type GroupStats struct {
 	From              time.Time        // start time of a "timestamp" group
 	JoinedAt          time.Time
 	Conflation        bool
-	Partitions        int   // cursors
+	Partitions        int   // cursors: one per partition of the queue
 	PartitionsWithLag int   // cursors with messages to read
 	Lag               int64 // messages to read, over all partitions
 	InFlight          int64 // leased messages
@@ -104,11 +107,11 @@ func (b *Broker) queueStats(q *queue, withParts bool, now int64) QueueStats {
 			pending = 0
 		}
 		ps := PartitionStats{Name: p.name, ID: p.uuid(), CreatedAt: microsTime(p.createdAt()), Messages: p.count, FirstOffset: p.first, NextOffset: p.next, LastPushAt: microsTime(p.lastPushAt)}
-		for _, c := range p.cursors {
-			if c == nil {
+		for _, g := range q.slots {
+			if g == nil {
 				continue
 			}
-			cs := b.cursorStats(c, now)
+			cs := b.cursorStats(startCursor(g, p), now)
 			pending = max(pending, cs.Lag)
 			qs.InFlight += int64(cs.InFlight)
 			if withParts {
@@ -191,10 +194,7 @@ func (b *Broker) ListGroups(ctx context.Context, group string) ([]GroupStats, er
 			}
 			gs := GroupStats{Queue: q.name, Group: g.name, Mode: g.mode, From: microsTime(g.from), JoinedAt: microsTime(g.joinedAt), Conflation: g.conflation}
 			for _, p := range q.parts {
-				if g.slot >= len(p.cursors) || p.cursors[g.slot] == nil {
-					continue
-				}
-				cs := b.cursorStats(p.cursors[g.slot], now)
+				cs := b.cursorStats(startCursor(g, p), now)
 				gs.Partitions++
 				gs.Lag += cs.Lag
 				gs.InFlight += int64(cs.InFlight)
@@ -278,23 +278,28 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 		if g == nil {
 			continue
 		}
-		for _, p := range q.parts {
-			if g.slot >= len(p.cursors) || p.cursors[g.slot] == nil {
-				continue
+		n += len(q.parts) // g has a position in each (see cursorOf)
+		if !deleteMetadata && g.mode == SubscriptionModeNew {
+			g.mode, g.from = modeFrom, g.joinedAt
+		}
+		for _, p := range q.order {
+			c := p.cursorOf(g)
+			if c == nil {
+				continue // nothing stored, nothing leased
 			}
-			c := p.cursors[g.slot]
 			b.dropLease(c)
 			g.removeReady(c)
-			ops = append(ops, op{key: keys.CursorKey(p.pid, name), del: true})
-			n++
 			if deleteMetadata {
+				ops = append(ops, op{key: keys.CursorKey(p.pid, name), del: true})
 				p.cursors[g.slot] = nil
 				continue
 			}
-			if g.mode == SubscriptionModeNew {
-				g.mode, g.from = modeFrom, g.joinedAt
-			}
 			*c = cursor{p: p, g: g, offset: b.startOffset(g, p)}
+			if c.offset != p.first {
+				ops = append(ops, c.saveOp())
+			} else {
+				ops = append(ops, op{key: keys.CursorKey(p.pid, name), del: true})
+			}
 			b.check(c, now)
 		}
 		if deleteMetadata {
@@ -305,6 +310,7 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 			ops = append(ops, op{key: keys.GroupKey(q.name, name), del: true})
 		} else {
 			ops = append(ops, op{key: keys.GroupKey(q.name, name), val: g.meta()})
+			ops = append(ops, b.place(g, false, now)...) // where it has no cursor
 		}
 		for _, p := range q.parts {
 			b.repend(p)
@@ -357,11 +363,19 @@ func (b *Broker) SetGroupSubscription(ctx context.Context, group string, from ti
 		}
 		g.mode, g.from = modeFrom, from.UnixMicro()
 		ops = append(ops, op{key: keys.GroupKey(q.name, name), val: g.meta()})
-		for _, p := range q.parts {
-			if g.slot >= len(p.cursors) || p.cursors[g.slot] == nil {
+		for _, p := range q.order {
+			c := p.cursorOf(g)
+			if c == nil {
+				// Not started: it moves too. Where it lands on the first
+				// message it may stay without a cursor (see cursorOf).
+				if off := b.startOffset(g, p); off != p.first {
+					c = b.install(g, p, off)
+					ops = append(ops, c.saveOp())
+					b.check(c, now)
+				}
+				n++
 				continue
 			}
-			c := p.cursors[g.slot]
 			if c.fl != nil && c.fl.lease != nil && c.fl.lease.expires <= now {
 				b.expireLease(c.fl.lease, now)
 			}

@@ -796,7 +796,7 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*p
 
 // repend recomputes p's share of its queue's pending count: the messages
 // of p the slowest group has not settled (all of them while the queue has
-// no group), as QueueStats.Pending counts them. O(groups); called wherever
+// no group), as QueueStats.Pending counts them (see cursorOf). O(groups); called wherever
 // p's offsets, one of its cursors or the queue's groups change. Under b.mu.
 func (b *Broker) repend(p *partition) {
 	n := int64(0)
@@ -805,10 +805,15 @@ func (b *Broker) repend(p *partition) {
 	case len(p.q.groups) == 0:
 		n = p.count
 	default:
+		made := 0
 		for _, c := range p.cursors {
 			if c != nil {
+				made++
 				n = max(n, p.storedFrom(max(c.offset, p.first))) // deleted messages do not count
 			}
+		}
+		if made < len(p.q.groups) { // a group with no cursor in p reads it from p.first
+			n = p.storedFrom(p.first)
 		}
 	}
 	p.q.pending += n - p.pend

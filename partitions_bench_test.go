@@ -1,0 +1,103 @@
+package queen_test
+
+import (
+	"context"
+	"flag"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/queenlite/queen"
+)
+
+// benchManyParts is the partition count of the many-partitions benchmarks:
+// one queue, one message per partition (a partition per customer).
+var benchManyParts = flag.Int("bench.parts", 1_000_000, "partitions of the many-partitions benchmarks")
+
+// benchManyStore fills a store on disk with *benchManyParts partitions of
+// one message each and returns its directory, closed.
+func benchManyStore(b *testing.B) string {
+	b.Helper()
+	dir := b.TempDir()
+	br, err := queen.Open(dir, &queen.Options{Durability: queen.SyncNever})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchFill(b, br, *benchManyParts, func(i int) string { return "c" + strconv.Itoa(i) })
+	if err := br.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return dir
+}
+
+// heapMiB is the live Go heap after a full collection, MiB.
+func heapMiB() float64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return float64(ms.HeapAlloc) / (1 << 20)
+}
+
+// BenchmarkOpen_1MPartitions opens a store holding one queue with
+// -bench.parts partitions of one message each (and no group): ns/op is
+// the time Open takes, heap-MiB the live Go heap of the open broker.
+func BenchmarkOpen_1MPartitions(b *testing.B) {
+	dir := benchManyStore(b)
+	base := heapMiB()
+	var heap float64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		br, err := queen.Open(dir, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		heap = max(heap, heapMiB()-base)
+		benchCount(b, br, int64(*benchManyParts))
+		if err := br.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(heap, "heap-MiB")
+}
+
+// BenchmarkFirstPop_1MPartitions times the first pop of a new consumer
+// group (one message, lease and all) on a queue with -bench.parts
+// partitions of one message each, in the group's modes: "all" reads the
+// backlog; "new" finds nothing (every message is older than the group).
+// Every iteration is a group never seen before.
+func BenchmarkFirstPop_1MPartitions(b *testing.B) {
+	dir := benchManyStore(b)
+	for _, mode := range []queen.SubscriptionMode{queen.SubscriptionModeAll, queen.SubscriptionModeNew} {
+		b.Run(string(mode), func(b *testing.B) {
+			br, err := queen.Open(dir, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer br.Close()
+			ctx := context.Background()
+			want := 1
+			if mode == queen.SubscriptionModeNew {
+				want = 0
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				group := string(mode) + strconv.Itoa(i)
+				res, err := br.Pop(ctx, queen.PopRequest{Queue: benchQueue, Group: group, Batch: 1, SubscriptionMode: mode})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(res.Messages) != want {
+					b.Fatalf("group %s: %d messages, want %d", group, len(res.Messages), want)
+				}
+				b.StopTimer()
+				// Forget the group, so the next iteration pays for its own.
+				if _, err := br.DeleteGroup(ctx, group, benchQueue, true); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
+	}
+}
