@@ -90,7 +90,7 @@ func (b *Broker) loadPartitions(txn *badger.Txn, dead map[uint64]bool) error {
 			return nil
 		}
 		var m partitionMeta
-		if err := json.Unmarshal(v, &m); err != nil {
+		if err := record.DecodePartition(v, &m); err != nil {
 			return err
 		}
 		pid := binary.BigEndian.Uint64(k[1:])
@@ -115,30 +115,83 @@ func (b *Broker) loadPartitions(txn *badger.Txn, dead map[uint64]bool) error {
 	if err != nil {
 		return err
 	}
-	// The newest message of each partition gives its next offset.
-	it := txn.NewIterator(badger.IteratorOptions{Reverse: true})
-	defer it.Close()
+	b.loadNext(txn)
 	for _, p := range b.parts {
 		if p == nil {
 			continue
-		}
-		it.Seek(keys.MessageKey(p.pid, math.MaxInt64))
-		if it.Valid() {
-			if pid, off, ok := keys.DecodeMessageKey(it.Item().Key()); ok && pid == p.pid {
-				p.next = max(p.next, off+1)
-				_ = it.Item().Value(func(v []byte) error {
-					if at, ok := record.MessageCreatedAt(v); ok {
-						p.lastPushAt = max(p.lastPushAt, at)
-					}
-					return nil
-				})
-			}
 		}
 		p.assigned = p.next
 		p.count = max(0, p.next-p.first-p.holes())
 		p.q.count += p.count
 	}
 	return nil
+}
+
+// walkRun is how many messages of one partition loadNext steps through
+// before it seeks to the partition's end instead.
+const walkRun = 32
+
+// loadNext sets every loaded partition's next offset and last push time
+// from its newest stored message (the stored metadata's, if later: that
+// message may be deleted), in one pass over the message keys in key
+// order: a partition of a few messages is stepped through (cheap: its keys
+// share a block with its neighbours'), a longer one is left by a seek to
+// its last key. A seek per partition costs far more when partitions are
+// many and short.
+func (b *Broker) loadNext(txn *badger.Txn) {
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{keys.Message}})
+	defer it.Close()
+	var rev *badger.Iterator // for long partitions
+	defer func() {
+		if rev != nil {
+			rev.Close()
+		}
+	}()
+	seen := func(p *partition, off int64, item *badger.Item) { // in offset order
+		p.next = max(p.next, off+1)
+		_ = item.Value(func(v []byte) error {
+			if at, ok := record.MessageCreatedAt(v); ok {
+				p.lastPushAt = max(p.lastPushAt, at)
+			}
+			return nil
+		})
+	}
+	it.Rewind()
+	for it.Valid() {
+		pid, _, ok := keys.DecodeMessageKey(it.Item().Key())
+		if !ok {
+			it.Next()
+			continue
+		}
+		var p *partition
+		if pid < uint64(len(b.parts)) {
+			p = b.parts[pid]
+		}
+		n := 0
+		for ; it.Valid(); it.Next() {
+			at, off, ok := keys.DecodeMessageKey(it.Item().Key())
+			if !ok || at != pid {
+				break
+			}
+			if p == nil { // a deleted queue's, being swept
+				it.Seek(keys.MessageKey(pid+1, 0))
+				break
+			}
+			if n++; n > walkRun {
+				if rev == nil {
+					rev = txn.NewIterator(badger.IteratorOptions{Reverse: true, Prefix: []byte{keys.Message}})
+				}
+				if rev.Seek(keys.MessageKey(pid, math.MaxInt64)); rev.Valid() {
+					if at, off, ok := keys.DecodeMessageKey(rev.Item().Key()); ok && at == pid {
+						seen(p, off, rev.Item())
+					}
+				}
+				it.Seek(keys.MessageKey(pid+1, 0))
+				break
+			}
+			seen(p, off, it.Item())
+		}
+	}
 }
 
 func (b *Broker) loadGroups(txn *badger.Txn) error {

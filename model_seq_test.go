@@ -49,8 +49,7 @@ var (
 // was widened. Each gates the one check that finds it (or keeps the
 // generator away from a path that would crash the test binary). Delete an
 // entry once its fix is merged; -model.strict ignores them all.
-var knownDefects = map[string]string{
-}
+var knownDefects = map[string]string{}
 
 // knownDefect reports whether the check named name is gated: its entry
 // is still in knownDefects and neither -model.strict nor -model.ungate

@@ -39,28 +39,12 @@ type partition struct {
 // createdAt is the partition's creation time, µs, to the second.
 func (p *partition) createdAt() int64 { return int64(p.created) * 1e6 }
 
-// partitionMeta is the stored form of a partition.
-type partitionMeta struct {
-	Queue     string `json:"q"`
-	Name      string `json:"n"`
-	CreatedAt int64  `json:"c"` // µs
-	First     int64  `json:"f"`
-	// Next, Holes and HoleRuns are written when messages are deleted: the
-	// offset high-water mark (offsets are never reused, even when the
-	// newest message was deleted), how many were deleted one by one, and
-	// where, as [from, end) pairs (see holeSet).
-	Next     int64   `json:"x,omitempty"`
-	Holes    int64   `json:"h,omitempty"`
-	HoleRuns []int64 `json:"hr,omitempty"`
-	// LastPush is the time of the newest push, µs, as of this write: the
-	// newest stored message gives it at Open, unless that message was
-	// deleted, and every delete writes this record.
-	LastPush int64 `json:"l,omitempty"`
-}
+// partitionMeta is the stored form of a partition: binary since 0.2.0
+// (JSON before, which still loads).
+type partitionMeta = record.Partition
 
 func (p *partition) meta() []byte {
-	b, _ := json.Marshal(partitionMeta{Queue: p.q.name, Name: p.name, CreatedAt: p.createdAt(), First: p.first, Next: p.next, Holes: p.holes(), HoleRuns: p.holeRunsMeta(), LastPush: p.lastPushAt})
-	return b
+	return record.AppendPartition(nil, &partitionMeta{Queue: p.q.name, Name: p.name, CreatedAt: p.createdAt(), First: p.first, Next: p.next, Holes: p.holes(), HoleRuns: p.holeRunsMeta(), LastPush: p.lastPushAt})
 }
 
 // id is the public partition id: a version-8 UUID holding the internal id

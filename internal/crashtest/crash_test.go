@@ -346,12 +346,8 @@ func verify(t *testing.T, data, logPath string, mode queen.Durability) summary {
 		pids := map[gp]uint64{}
 		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{keys.Partition}, PrefetchValues: true})
 		for it.Rewind(); it.Valid(); it.Next() {
-			var m struct {
-				Queue string `json:"q"`
-				Name  string `json:"n"`
-				First int64  `json:"f"`
-			}
-			require.NoError(t, it.Item().Value(func(v []byte) error { return json.Unmarshal(v, &m) }))
+			var m record.Partition
+			require.NoError(t, it.Item().Value(func(v []byte) error { return record.DecodePartition(v, &m) }))
 			pid := binary.BigEndian.Uint64(it.Item().Key()[1:])
 			pids[gp{m.Queue, m.Name}] = pid
 			if st := msgs[gp{m.Queue, m.Name}]; st != nil && st.first >= 0 {

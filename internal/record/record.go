@@ -4,7 +4,9 @@ package record
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"fmt"
 )
 
 // ErrCorrupt reports a value that does not decode.
@@ -132,4 +134,82 @@ func DecodeOffset(b []byte) (int64, error) {
 		return 0, ErrCorrupt
 	}
 	return int64(binary.BigEndian.Uint64(b)), nil
+}
+
+const partitionVersion = 1
+
+// Partition is the stored metadata of a partition. Values written before
+// this binary form are JSON objects, with the field names given here;
+// [DecodePartition] reads both.
+type Partition struct {
+	Queue     string `json:"q"`
+	Name      string `json:"n"`
+	CreatedAt int64  `json:"c"` // µs
+	First     int64  `json:"f"`
+	// Next, Holes and HoleRuns are set once messages were deleted: the
+	// offset high-water mark, how many were deleted one by one, and where,
+	// as [from, end) pairs.
+	Next     int64   `json:"x,omitempty"`
+	Holes    int64   `json:"h,omitempty"`
+	HoleRuns []int64 `json:"hr,omitempty"`
+	// LastPush is the time of the newest push, µs, as of this write: the
+	// newest stored message gives it at Open, unless that message was
+	// deleted, and every delete writes this record.
+	LastPush int64 `json:"l,omitempty"`
+}
+
+// AppendPartition appends the encoding of p to dst.
+func AppendPartition(dst []byte, p *Partition) []byte {
+	dst = append(dst, partitionVersion)
+	for _, v := range [...]int64{p.CreatedAt, p.First, p.Next, p.Holes, p.LastPush, int64(len(p.HoleRuns))} {
+		dst = binary.AppendVarint(dst, v)
+	}
+	for _, v := range p.HoleRuns {
+		dst = binary.AppendVarint(dst, v)
+	}
+	dst = appendString(dst, p.Queue)
+	return appendString(dst, p.Name)
+}
+
+// DecodePartition decodes partition metadata in either stored form.
+func DecodePartition(b []byte, p *Partition) error {
+	*p = Partition{}
+	if len(b) > 0 && b[0] == '{' {
+		if err := json.Unmarshal(b, p); err != nil {
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		return nil
+	}
+	if len(b) == 0 || b[0] != partitionVersion {
+		return ErrCorrupt
+	}
+	b = b[1:]
+	varint := func() int64 {
+		v, k := binary.Varint(b)
+		if k <= 0 {
+			b = nil
+			return -1
+		}
+		b = b[k:]
+		return v
+	}
+	p.CreatedAt, p.First, p.Next, p.Holes, p.LastPush = varint(), varint(), varint(), varint(), varint()
+	n := varint()
+	if b == nil || n < 0 || n > int64(len(b)) { // each run value takes a byte at least
+		return ErrCorrupt
+	}
+	if n > 0 {
+		p.HoleRuns = make([]int64, n)
+		for i := range p.HoleRuns {
+			p.HoleRuns[i] = varint()
+		}
+	}
+	var ok bool
+	if p.Queue, b, ok = readString(b); !ok {
+		return ErrCorrupt
+	}
+	if p.Name, b, ok = readString(b); !ok || len(b) != 0 {
+		return ErrCorrupt
+	}
+	return nil
 }
