@@ -360,13 +360,13 @@ func (b *Broker) resolveAck(it *AckItem, res *AckResult, now int64) (ackTarget, 
 	}
 	res.Queue, res.Partition = p.q.name, p.name
 	g := p.q.groups[groupName(it.Group)]
-	if g == nil || g.slot >= len(p.cursors) || p.cursors[g.slot] == nil {
+	if g == nil {
 		if _, found, err := b.offsetOf(p, it.TransactionID); err != nil || !found {
 			return ackTarget{}, errors.Join(ErrNotFound, err)
 		}
 		return ackTarget{}, ErrLeaseExpired
 	}
-	c := p.cursors[g.slot]
+	c := startCursor(g, p)
 	if c.fl != nil && c.fl.lease != nil && c.fl.lease.expires <= now {
 		b.expireLease(c.fl.lease, now)
 	}

@@ -535,3 +535,23 @@ func TestLoad_PartitionEndsAfterRestart(t *testing.T) {
 	r := pushOne(t, b, "ends", "p33", "", `0`)
 	require.EqualValues(t, 33, r.Offset)
 }
+
+// After a restart a group may have no cursor in a partition it read (none
+// was stored at the first message); an ack of a lease that died with the
+// process is still refused as expired, even once the message is deleted.
+func TestCursor_AckAfterRestartWithoutStoredCursor(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	opts := &queen.Options{Durability: queen.SyncNever}
+	b := itest.OpenDir(t, dir, opts)
+	pushOne(t, b, "ar", "", "t0", `0`)
+	res := pop(t, b, queen.PopRequest{Queue: "ar", Group: "g", SubscriptionMode: queen.SubscriptionModeAll})
+	require.Len(t, res.Messages, 1)
+	require.NoError(t, b.Close())
+
+	b = itest.OpenDir(t, dir, opts)
+	require.NoError(t, b.DeleteMessage(bg, res.Messages[0].PartitionID, "t0"))
+	out, err := b.AckBatch(bg, ackItems(res.Messages, queen.AckCompleted))
+	require.NoError(t, err)
+	require.ErrorIs(t, out[0].Err, queen.ErrLeaseExpired)
+}

@@ -783,10 +783,10 @@ func (b *Broker) leaseState(msg *Message) int {
 		return leaseLost
 	}
 	g := p.q.groups[msg.ConsumerGroup]
-	if g == nil || g.slot >= len(p.cursors) || p.cursors[g.slot] == nil {
+	if g == nil {
 		return leaseLost
 	}
-	c := p.cursors[g.slot]
+	c := startCursor(g, p)
 	if fl := c.fl; fl != nil && fl.lease != nil && fl.lease.id == msg.LeaseID && fl.lease.expires > b.now() {
 		if i := fl.find(msg.TransactionID); i >= 0 {
 			if fl.msgs[i].settled {
