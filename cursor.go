@@ -17,6 +17,12 @@ type group struct {
 	joinedAt   int64
 	conflation bool
 	deleted    bool
+	// mark: partitions with a lower pid existed when the group joined in
+	// mode "new" (0 for other modes and early groups). In those, a group
+	// with no cursor stands at the partition's end (see startIn): the
+	// first push there after the join gives it a stored cursor (see
+	// arrivalCursors).
+	mark uint64
 
 	readyHead, readyTail *cursor // partitions with deliverable messages and no lease
 	nReady               int
@@ -45,10 +51,11 @@ type groupMeta struct {
 	From       int64            `json:"f,omitempty"`
 	JoinedAt   int64            `json:"j"`
 	Conflation bool             `json:"c,omitempty"`
+	Mark       uint64           `json:"pm,omitempty"`
 }
 
 func (g *group) meta() []byte {
-	b, _ := json.Marshal(groupMeta{Mode: g.mode, From: g.from, JoinedAt: g.joinedAt, Conflation: g.conflation})
+	b, _ := json.Marshal(groupMeta{Mode: g.mode, From: g.from, JoinedAt: g.joinedAt, Conflation: g.conflation, Mark: g.mark})
 	return b
 }
 
@@ -69,6 +76,7 @@ type cursor struct {
 	retries   int32   // failed acks spent since the last completed batch (durable)
 	ready     bool
 	held      bool // notBefore is a message's DelayedProcessing visibility, not a retry delay
+	stored    bool // saved at least once (see arrivalCursors)
 }
 
 // inflight is the batch a cursor has handed out and not yet settled.
@@ -90,6 +98,7 @@ func (c *cursor) durable() record.Cursor {
 }
 
 func (c *cursor) saveOp() op {
+	c.stored = true
 	return op{key: keys.CursorKey(c.p.pid, c.g.name), val: record.AppendCursor(nil, c.durable())}
 }
 
@@ -276,11 +285,10 @@ func (b *Broker) servable(c *cursor, now int64) bool {
 	return true
 }
 
-// cursorOf returns g's cursor in p, or nil while g has none there. A group
-// without a cursor in a partition reads it from its first retained
-// message, as a cursor at p.first would: addGroup and place make a cursor
-// wherever a group starts elsewhere, so stats, pending counts and
-// retention treat a missing cursor as one at p.first (see startCursor).
+// cursorOf returns g's cursor in p, or nil while g has none there. A
+// group's cursors are made lazily: without one, g stands at its start in p
+// (see startIn), and stats, pending counts, acks and retention treat it
+// as a cursor there (see startCursor).
 func (p *partition) cursorOf(g *group) *cursor {
 	if g.slot < len(p.cursors) {
 		return p.cursors[g.slot]
@@ -288,13 +296,32 @@ func (p *partition) cursorOf(g *group) *cursor {
 	return nil
 }
 
+// startIn is where g stands in p while it has no cursor there: the end of
+// a partition that existed when g joined in mode "new" (nothing has been
+// pushed there since, or the push would have made a cursor), else the
+// first message. place makes a cursor wherever a group starts elsewhere.
+func (g *group) startIn(p *partition) int64 {
+	if g.mode == SubscriptionModeNew && p.pid < g.mark {
+		return p.next
+	}
+	return p.first
+}
+
+// offsetIn is g's cursor offset in p, or where it stands without one.
+func (g *group) offsetIn(p *partition) int64 {
+	if c := p.cursorOf(g); c != nil {
+		return c.offset
+	}
+	return g.startIn(p)
+}
+
 // startCursor returns g's cursor in p, or, where g has none yet, the one
-// it would have: at p.first, not installed. For reading only.
+// it stands at (see startIn), not installed. For reading only.
 func startCursor(g *group, p *partition) *cursor {
 	if c := p.cursorOf(g); c != nil {
 		return c
 	}
-	return &cursor{p: p, g: g, offset: p.first}
+	return &cursor{p: p, g: g, offset: g.startIn(p)}
 }
 
 // cursorFor returns g's cursor in p, creating it at the group's start point.
@@ -316,41 +343,44 @@ func (b *Broker) install(g *group, p *partition, off int64) *cursor {
 	return c
 }
 
-// startOffset is where g starts in p when it has no stored cursor there:
+// startOffset is where g starts in p when it has no cursor there:
 // partitions that were empty when g joined are read from their first
 // message, except by a group subscribed from a time later than that.
 func (b *Broker) startOffset(g *group, p *partition) int64 {
 	if g.mode == modeFrom && g.from > p.createdAt() && p.first < p.next {
 		return b.firstOffsetAtOrAfter(p, g.from)
 	}
-	return p.first
+	return g.startIn(p)
 }
 
-// place sets g's start point in every partition of its queue, where it has
-// no cursor: the partition's first message, or, for a group in mode "new"
-// (unless early) or one subscribed from a time, a later offset in a
-// partition holding messages then. Only those later start points get a
-// cursor now, and their writes are returned; everywhere else g is left to
-// discover the partition's messages as it pops (see group.scan), so a
-// group joining a queue of many partitions costs nothing per partition.
+// place sets g's start point in every partition of its queue where it has
+// no cursor, joining or going back to its start: the partition's first
+// message, or its end for a group in mode "new" (unless early), or, for
+// one subscribed from a time, the first message pushed since. Only the
+// last kind gets cursors now (where messages are), and their writes are
+// returned; elsewhere g stands at its start without one (see startIn),
+// and a group that may find messages there looks for them as it pops
+// (see discover). A group joining a queue of many partitions in mode
+// "all" or "new" thus costs nothing per partition.
 func (b *Broker) place(g *group, early bool, now int64) []op {
-	g.scan = 0
+	g.scan, g.mark = 0, 0
 	var ops []op
-	if g.mode == SubscriptionModeNew && !early || g.mode == modeFrom {
+	switch g.mode {
+	case SubscriptionModeNew:
+		if !early {
+			g.mark = uint64(len(b.parts))
+			g.scan = len(g.q.order) // nothing before the join is for g
+		}
+	case modeFrom:
 		for _, p := range g.q.order {
 			if p.deleted || p.first >= p.next || p.cursorOf(g) != nil {
 				continue
 			}
-			off := p.next
-			if g.mode == modeFrom {
-				off = b.startOffset(g, p)
+			if off := b.startOffset(g, p); off != p.first {
+				c := b.install(g, p, off)
+				ops = append(ops, c.saveOp())
+				b.check(c, now)
 			}
-			if off == p.first {
-				continue
-			}
-			c := b.install(g, p, off)
-			ops = append(ops, c.saveOp())
-			b.check(c, now)
 		}
 	}
 	if g.scan < len(g.q.order) {
@@ -371,8 +401,34 @@ func (b *Broker) discover(g *group, want int, now int64) {
 		if p.deleted || p.count == 0 || p.cursorOf(g) != nil {
 			continue
 		}
-		b.check(b.install(g, p, p.first), now)
+		if off := g.startIn(p); p.storedFrom(off) > 0 {
+			b.check(b.install(g, p, off), now)
+		}
 	}
+}
+
+// arrivalCursors returns, for the transaction that pushes p's next
+// messages, the writes that store the cursor of every group in mode "new"
+// that stands at the end of p, where it stood when it joined (see
+// startIn), with a cursor made for it if it has none: once the messages
+// are in, the end has moved, and only a stored cursor tells a restart
+// where the group started. Under b.mu, before the push's offsets are
+// published.
+func (b *Broker) arrivalCursors(p *partition) []op {
+	var ops []op
+	for _, g := range p.q.slots {
+		if g == nil || g.mode != SubscriptionModeNew || p.pid >= g.mark {
+			continue
+		}
+		c := p.cursorOf(g)
+		if c == nil {
+			c = b.install(g, p, p.next)
+		} else if c.stored {
+			continue
+		}
+		ops = append(ops, c.saveOp())
+	}
+	return ops
 }
 
 // messagesArrived tells every group of p's queue that p has new messages.

@@ -435,12 +435,11 @@ func (b *Broker) addGroup(q *queue, g *group, early bool) []op {
 		q.slots[g.slot] = g
 	}
 	q.groups[g.name] = g
-	ops := []op{{key: keys.GroupKey(q.name, g.name), val: g.meta()}}
-	ops = append(ops, b.place(g, early, b.now())...)
-	if len(q.groups) > 1 {
-		// g's start counts in pending where the others are past it. As
-		// the first group, it counts what no group counted before: every
-		// retained message, where place made no cursor.
+	ops := b.place(g, early, b.now())
+	ops = append(ops, op{key: keys.GroupKey(q.name, g.name), val: g.meta()})
+	if len(q.groups) > 1 || g.mark > 0 {
+		// g's start counts in pending where the others are past it, or,
+		// as the first group, what it has passed no longer counts.
 		for _, p := range q.order {
 			b.repend(p)
 		}

@@ -209,7 +209,7 @@ func (b *Broker) loadGroups(txn *badger.Txn) error {
 		if q == nil {
 			return nil
 		}
-		g := &group{q: q, name: string(rest[i+1:]), mode: m.Mode, from: m.From, joinedAt: m.JoinedAt, conflation: m.Conflation}
+		g := &group{q: q, name: string(rest[i+1:]), mode: m.Mode, from: m.From, joinedAt: m.JoinedAt, conflation: m.Conflation, mark: m.Mark}
 		g.slot = len(q.slots)
 		q.slots = append(q.slots, g)
 		q.groups[g.name] = g // its cursors are those stored (see cursorOf)
@@ -236,7 +236,7 @@ func (b *Broker) loadCursors(txn *badger.Txn) error {
 		if c == nil {
 			c = b.install(g, p, rc.Offset)
 		}
-		c.offset, c.retries, c.consumed, c.lastAckAt = rc.Offset, rc.Retries, rc.Consumed, rc.LastAckAt
+		c.offset, c.retries, c.consumed, c.lastAckAt, c.stored = rc.Offset, rc.Retries, rc.Consumed, rc.LastAckAt, true
 		return nil
 	})
 }

@@ -123,15 +123,11 @@ func retainEnd(p *partition, kind retainKind) int64 {
 	if kind == retainAll {
 		return p.next
 	}
-	end, groups, made := p.next, len(p.q.groups), 0
-	for _, c := range p.cursors {
-		if c != nil {
-			end = min(end, c.offset)
-			made++
+	end, groups := p.next, len(p.q.groups)
+	for _, g := range p.q.slots {
+		if g != nil {
+			end = min(end, g.offsetIn(p))
 		}
-	}
-	if made < groups { // a group with no cursor in p is at p.first
-		end = p.first
 	}
 	if (kind == retainCompleted && groups == 0) || (kind == retainUnread && groups > 0) {
 		return p.first

@@ -131,7 +131,7 @@ func (b *Broker) snapPartition(p *partition, now int64) partSnap {
 		if g == nil {
 			continue
 		}
-		gs := groupSnap{name: g.name, queue: g.name == QueueModeGroup, offset: p.first}
+		gs := groupSnap{name: g.name, queue: g.name == QueueModeGroup, offset: g.startIn(p)} // without a cursor (see startIn)
 		if g.slot < len(p.cursors) && p.cursors[g.slot] != nil {
 			c := p.cursors[g.slot]
 			gs.offset = max(c.offset, p.first)

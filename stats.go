@@ -309,8 +309,8 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 			g.wakeAll()
 			ops = append(ops, op{key: keys.GroupKey(q.name, name), del: true})
 		} else {
-			ops = append(ops, op{key: keys.GroupKey(q.name, name), val: g.meta()})
 			ops = append(ops, b.place(g, false, now)...) // where it has no cursor
+			ops = append(ops, op{key: keys.GroupKey(q.name, name), val: g.meta()})
 		}
 		for _, p := range q.parts {
 			b.repend(p)
@@ -362,6 +362,8 @@ func (b *Broker) SetGroupSubscription(ctx context.Context, group string, from ti
 			continue
 		}
 		g.mode, g.from = modeFrom, from.UnixMicro()
+		g.scan = 0 // where it stands without a cursor may hold messages now
+		g.waiters.wakeAll()
 		ops = append(ops, op{key: keys.GroupKey(q.name, name), val: g.meta()})
 		for _, p := range q.order {
 			c := p.cursorOf(g)

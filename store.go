@@ -716,6 +716,9 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*p
 		if !p.persisted && !containsKey(metas, keys.PartitionKey(p.pid)) {
 			metas = append(metas, op{key: keys.PartitionKey(p.pid), val: p.meta()})
 		}
+		if i == 0 || p != parts[i-1] {
+			metas = append(metas, b.arrivalCursors(p)...)
+		}
 		parts[i] = p
 		encrypt[i] = q.cfg.EncryptionEnabled
 		limited[i] = !r.txn && q.cfg.MaxSize > 0
@@ -805,15 +808,10 @@ func (b *Broker) repend(p *partition) {
 	case len(p.q.groups) == 0:
 		n = p.count
 	default:
-		made := 0
-		for _, c := range p.cursors {
-			if c != nil {
-				made++
-				n = max(n, p.storedFrom(max(c.offset, p.first))) // deleted messages do not count
+		for _, g := range p.q.slots {
+			if g != nil {
+				n = max(n, p.storedFrom(max(g.offsetIn(p), p.first))) // deleted messages do not count
 			}
-		}
-		if made < len(p.q.groups) { // a group with no cursor in p reads it from p.first
-			n = p.storedFrom(p.first)
 		}
 	}
 	p.q.pending += n - p.pend
