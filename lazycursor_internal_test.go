@@ -79,3 +79,57 @@ func ackItemsOf(msgs []*Message) []AckItem {
 	}
 	return items
 }
+
+// A group joining in mode "new" makes no cursor either: it stands at the
+// end of every partition there was. The first push to such a partition
+// stores the group's cursor where it stood, whether the group had one in
+// memory (a pop of that partition made it) or not, so a restart delivers
+// exactly what was pushed after the join.
+func TestCursor_NewGroupJoinsWithoutCursorsAndKeepsItsStartAcrossRestart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	b, err := Open(dir, &Options{Durability: SyncNever})
+	require.NoError(t, err)
+	var items []PushItem
+	for i := 0; i < 50; i++ {
+		items = append(items, PushItem{Queue: "nq", Partition: "c" + strconv.Itoa(i), TransactionID: "old" + strconv.Itoa(i)})
+	}
+	_, err = b.Push(ctx, items)
+	require.NoError(t, err)
+
+	res, err := b.Pop(ctx, PopRequest{Queue: "nq", Group: "n", SubscriptionMode: SubscriptionModeNew, Batch: 10, Partitions: 10})
+	require.NoError(t, err)
+	require.Empty(t, res.Messages)
+	require.Zero(t, madeCursors(b, "nq", "n"), "no cursor per partition at the join")
+	res, err = b.Pop(ctx, PopRequest{Queue: "nq", Group: "n", Partition: "c1"})
+	require.NoError(t, err)
+	require.Empty(t, res.Messages)
+	require.Equal(t, 1, madeCursors(b, "nq", "n"), "the pop of c1 made one, at its end")
+
+	_, err = b.Push(ctx, []PushItem{{Queue: "nq", Partition: "c1", TransactionID: "new1"}, {Queue: "nq", Partition: "c2", TransactionID: "new2"}, {Queue: "nq", Partition: "late", TransactionID: "new3"}})
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+
+	b, err = Open(dir, &Options{Durability: SyncNever})
+	require.NoError(t, err)
+	defer b.Close()
+	var got []string
+	for {
+		res, err := b.Pop(ctx, PopRequest{Queue: "nq", Group: "n", Batch: 10, Partitions: 10})
+		require.NoError(t, err)
+		if len(res.Messages) == 0 {
+			break
+		}
+		for _, m := range res.Messages {
+			got = append(got, m.TransactionID)
+		}
+		_, err = b.AckBatch(ctx, ackItemsOf(res.Messages))
+		require.NoError(t, err)
+	}
+	require.ElementsMatch(t, []string{"new1", "new2", "new3"}, got)
+	gs, err := b.ListGroups(ctx, "n")
+	require.NoError(t, err)
+	require.Equal(t, 51, gs[0].Partitions)
+	require.Zero(t, gs[0].Lag)
+}
