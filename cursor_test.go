@@ -555,3 +555,31 @@ func TestCursor_AckAfterRestartWithoutStoredCursor(t *testing.T) {
 	require.NoError(t, err)
 	require.ErrorIs(t, out[0].Err, queen.ErrLeaseExpired)
 }
+
+// A group in mode "new" moved back by SetGroupSubscription counts again
+// what it now has to read, in QueueStats.Pending and against MaxSize.
+func TestCursor_SetGroupSubscriptionCountsInPending(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
+	cfg := queen.DefaultQueueConfig()
+	cfg.MaxSize = 3
+	_, err := b.ConfigureQueue(bg, "sp", cfg)
+	require.NoError(t, err)
+	start := clock.Now()
+	pushN(t, b, "sp", "a", 2)
+	pushN(t, b, "sp", "b", 1)
+	require.Empty(t, pop(t, b, queen.PopRequest{Queue: "sp", Group: "g", SubscriptionMode: queen.SubscriptionModeNew}).Messages)
+	st, err := b.QueueStats(bg, "sp")
+	require.NoError(t, err)
+	require.Zero(t, st.Pending, "g joined past every message")
+
+	_, err = b.SetGroupSubscription(bg, "g", start)
+	require.NoError(t, err)
+	st, err = b.QueueStats(bg, "sp")
+	require.NoError(t, err)
+	require.EqualValues(t, 3, st.Pending)
+	res, err := b.Push(bg, []queen.PushItem{{Queue: "sp", Partition: "a"}})
+	require.NoError(t, err)
+	require.ErrorIs(t, res[0].Err, queen.ErrQueueFull)
+}

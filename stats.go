@@ -374,6 +374,8 @@ func (b *Broker) SetGroupSubscription(ctx context.Context, group string, from ti
 					c = b.install(g, p, off)
 					ops = append(ops, c.saveOp())
 					b.check(c, now)
+				} else {
+					b.repend(p) // it stood at p's end in mode "new"
 				}
 				n++
 				continue
