@@ -290,10 +290,19 @@ func (b *Broker) servable(c *cursor, now int64) bool {
 // (see startIn), and stats, pending counts, acks and retention treat it
 // as a cursor there (see startCursor).
 func (p *partition) cursorOf(g *group) *cursor {
-	if g.slot < len(p.cursors) {
-		return p.cursors[g.slot]
+	if cs := p.cursorList(); g.slot < len(cs) {
+		return cs[g.slot]
 	}
 	return nil
+}
+
+// cursorList returns p's cursors by group slot (nil where a group has
+// none).
+func (p *partition) cursorList() []*cursor {
+	if p.cursors == nil {
+		return nil
+	}
+	return *p.cursors
 }
 
 // startIn is where g stands in p while it has no cursor there: the end of
@@ -334,11 +343,16 @@ func (b *Broker) cursorFor(g *group, p *partition) *cursor {
 
 // install gives g a cursor in p at off; p has none for g.
 func (b *Broker) install(g *group, p *partition, off int64) *cursor {
-	for len(p.cursors) <= g.slot {
-		p.cursors = append(p.cursors, nil)
+	if p.cursors == nil {
+		p.cursors = new([]*cursor)
+	}
+	cs := *p.cursors
+	for len(cs) <= g.slot {
+		cs = append(cs, nil)
 	}
 	c := &cursor{p: p, g: g, offset: off}
-	p.cursors[g.slot] = c
+	cs[g.slot] = c
+	*p.cursors = cs
 	b.repend(p)
 	return c
 }

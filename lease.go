@@ -437,9 +437,16 @@ func (b *Broker) addGroup(q *queue, g *group, early bool) []op {
 	q.groups[g.name] = g
 	ops := b.place(g, early, b.now())
 	ops = append(ops, op{key: keys.GroupKey(q.name, g.name), val: g.meta()})
-	if len(q.groups) > 1 || g.mark > 0 {
-		// g's start counts in pending where the others are past it, or,
-		// as the first group, what it has passed no longer counts.
+	switch {
+	case len(q.groups) == 1 && g.mark > 0:
+		// The first group, at the end of every partition: nothing is
+		// pending any more.
+		for _, p := range q.order {
+			p.pend = 0
+		}
+		q.pending = 0
+	case len(q.groups) > 1:
+		// g's start counts in pending where the others are past it.
 		for _, p := range q.order {
 			b.repend(p)
 		}

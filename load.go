@@ -45,7 +45,7 @@ func (b *Broker) load() error {
 	for _, q := range b.queues {
 		for _, p := range q.order {
 			b.repend(p)
-			for _, c := range p.cursors {
+			for _, c := range p.cursorList() {
 				if c != nil {
 					b.check(c, now)
 				}

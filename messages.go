@@ -132,8 +132,7 @@ func (b *Broker) snapPartition(p *partition, now int64) partSnap {
 			continue
 		}
 		gs := groupSnap{name: g.name, queue: g.name == QueueModeGroup, offset: g.startIn(p)} // without a cursor (see startIn)
-		if g.slot < len(p.cursors) && p.cursors[g.slot] != nil {
-			c := p.cursors[g.slot]
+		if c := p.cursorOf(g); c != nil {
 			gs.offset = max(c.offset, p.first)
 			if c.fl != nil && c.fl.lease != nil && c.fl.lease.expires > now {
 				gs.end, gs.expires = c.fl.end, c.fl.lease.expires

@@ -249,7 +249,7 @@ func (b *Broker) ConfigureQueue(ctx context.Context, name string, cfg QueueConfi
 func (b *Broker) shortenHolds(q *queue, cut int64) {
 	now := b.now()
 	for _, p := range q.parts {
-		for _, c := range p.cursors {
+		for _, c := range p.cursorList() {
 			if c == nil {
 				continue
 			}

@@ -291,7 +291,7 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 			g.removeReady(c)
 			if deleteMetadata {
 				ops = append(ops, op{key: keys.CursorKey(p.pid, name), del: true})
-				p.cursors[g.slot] = nil
+				(*p.cursors)[g.slot] = nil
 				continue
 			}
 			*c = cursor{p: p, g: g, offset: b.startOffset(g, p)}

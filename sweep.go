@@ -70,7 +70,7 @@ func (b *Broker) unlinkQueue(ctx context.Context, name string) ([]byte, tombston
 	delete(b.queues, name)
 	ts := tombstone{Queue: name}
 	for _, p := range q.parts {
-		for _, c := range p.cursors {
+		for _, c := range p.cursorList() {
 			if c != nil {
 				b.dropLease(c)
 			}
