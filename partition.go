@@ -24,14 +24,14 @@ type partition struct {
 	q          *queue
 	pid        uint64
 	name       string
-	first      int64     // lowest retained offset
-	next       int64     // one past the newest committed offset
-	assigned   int64     // next offset the writer hands out (writer only)
-	lastPushAt int64     // µs
-	count      int64     // retained messages
-	pend       int64     // p's share of q.pending (see repend)
+	first      int64      // lowest retained offset
+	next       int64      // one past the newest committed offset
+	assigned   int64      // next offset the writer hands out (writer only)
+	lastPushAt int64      // µs
+	count      int64      // retained messages
+	pend       int64      // p's share of q.pending (see repend)
 	cursors    *[]*cursor // by group slot; nil until a group has one here (see cursorOf)
-	created    uint32    // unix seconds
+	created    uint32     // unix seconds
 	persisted  bool
 	deleted    bool
 }
