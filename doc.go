@@ -25,7 +25,10 @@
 // while idle; use one per entity whose events must stay in order.
 //
 // A consumer group reads a queue with one cursor per partition: the lowest
-// offset it has not settled. Every group sees every message; workers of one
+// offset it has not settled. Cursors are made as the group reads (until
+// then the group stands at its start point in the partition), so a group
+// joining a queue of a million partitions costs little. Every group sees
+// every message; workers of one
 // group share them. A pop with no group uses the queue-mode group
 // [QueueModeGroup], a plain work queue. A new named group starts where
 // [PopRequest.SubscriptionMode] or [PopRequest.SubscriptionFrom] says at its

@@ -441,9 +441,7 @@ func (b *Broker) addGroup(q *queue, g *group, early bool) []op {
 	case len(q.groups) == 1 && g.mark > 0:
 		// The first group, at the end of every partition: nothing is
 		// pending any more.
-		for _, p := range q.order {
-			p.pend = 0
-		}
+		clear(q.pend)
 		q.pending = 0
 	case len(q.groups) > 1:
 		// g's start counts in pending where the others are past it.

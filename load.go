@@ -109,7 +109,7 @@ func (b *Broker) loadPartitions(txn *badger.Txn, dead map[uint64]bool) error {
 		}
 		b.parts[pid] = p
 		q.parts[m.Name] = p
-		q.order = append(q.order, p) // keys run in pid order
+		q.addPart(p) // keys run in pid order
 		return nil
 	})
 	if err != nil {

@@ -29,9 +29,9 @@ type partition struct {
 	assigned   int64      // next offset the writer hands out (writer only)
 	lastPushAt int64      // µs
 	count      int64      // retained messages
-	pend       int64      // p's share of q.pending (see repend)
 	cursors    *[]*cursor // by group slot; nil until a group has one here (see cursorOf)
 	created    uint32     // unix seconds
+	idx        uint32     // in q.order and q.pend
 	persisted  bool
 	deleted    bool
 }
@@ -91,7 +91,7 @@ func (b *Broker) partitionFor(q *queue, name string) (*partition, bool) {
 	p := &partition{q: q, pid: uint64(len(b.parts)), name: name, created: uint32(b.clock.Now().Unix())}
 	b.parts = append(b.parts, p)
 	q.parts[name] = p
-	q.order = append(q.order, p)
+	q.addPart(p)
 	for _, g := range q.slots { // pops waiting on it look again, and join it
 		if g != nil {
 			if wl := g.partWaiters[name]; wl != nil {

@@ -140,6 +140,7 @@ type queue struct {
 	cfg         QueueConfig
 	parts       map[string]*partition
 	order       []*partition // every partition in creation (pid) order: what groups discover (see group.scan)
+	pend        []int64      // by partition idx: its share of pending (see repend)
 	groups      map[string]*group
 	slots       []*group                // group by cursor slot; nil where a group was deleted
 	count       int64                   // retained messages
@@ -176,6 +177,13 @@ func (q *queue) leaseTime() time.Duration {
 		return 60 * time.Second
 	}
 	return q.cfg.LeaseTime
+}
+
+// addPart appends p, a new partition of q, to q.order.
+func (q *queue) addPart(p *partition) {
+	p.idx = uint32(len(q.order))
+	q.order = append(q.order, p)
+	q.pend = append(q.pend, 0)
 }
 
 // newQueue creates a queue in memory, under b.mu. The writer persists it.

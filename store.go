@@ -814,8 +814,8 @@ func (b *Broker) repend(p *partition) {
 			}
 		}
 	}
-	p.q.pending += n - p.pend
-	p.pend = n
+	p.q.pending += n - p.q.pend[p.idx]
+	p.q.pend[p.idx] = n
 }
 
 // lookupTxID finds an existing message with the same transaction id. A
