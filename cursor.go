@@ -412,7 +412,7 @@ func (b *Broker) discover(g *group, want int, now int64) {
 	for g.scan < len(order) && g.nReady < want {
 		p := order[g.scan]
 		g.scan++
-		if p.deleted || p.count == 0 || p.cursorOf(g) != nil {
+		if p.deleted || p.stored() == 0 || p.cursorOf(g) != nil {
 			continue
 		}
 		if off := g.startIn(p); p.storedFrom(off) > 0 {

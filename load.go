@@ -120,9 +120,7 @@ func (b *Broker) loadPartitions(txn *badger.Txn, dead map[uint64]bool) error {
 		if p == nil {
 			continue
 		}
-		p.assigned = p.next
-		p.count = max(0, p.next-p.first-p.holes())
-		p.q.count += p.count
+		p.q.count += p.stored()
 	}
 	return nil
 }

@@ -184,7 +184,6 @@ func (b *Broker) retain(ctx context.Context, p *partition, cutoff int64, kind re
 		}
 		p.trimHoles(last + 1) // deleted ones passed over
 		p.first = last + 1
-		p.count -= int64(len(offs))
 		p.q.count -= int64(len(offs))
 		b.repend(p)
 		ops = append(ops, op{key: keys.PartitionKey(p.pid), val: p.meta()})

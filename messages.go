@@ -514,7 +514,6 @@ func (b *Broker) DeleteMessage(ctx context.Context, partitionID, transactionID s
 		b.mu.Unlock()
 		return ErrNotFound
 	}
-	p.count--
 	p.q.count--
 	b.repend(p)
 	ops = append(ops, op{key: keys.PartitionKey(p.pid), val: p.meta()})

@@ -15,9 +15,11 @@ import (
 	"github.com/queenlite/queen/internal/uuid"
 )
 
-// partition is an ordered lane of a queue. Guarded by Broker.mu, except
-// assigned, which only the writer goroutine touches. Idle partitions are
-// expected by the million, so its size counts: it fits 96 bytes.
+// partition is an ordered lane of a queue. Guarded by Broker.mu; only the
+// writer goroutine moves next, and it hands out offsets from next on in a
+// write (see applyPush). Idle partitions are expected by the million, so
+// its size counts: it fits 80 bytes, its stored messages are counted from
+// its offsets and holes (see stored).
 // Whatever moves next, first, a cursor's offset or the queue's groups calls
 // repend, which keeps the queue's pending count.
 type partition struct {
@@ -26,15 +28,16 @@ type partition struct {
 	name       string
 	first      int64      // lowest retained offset
 	next       int64      // one past the newest committed offset
-	assigned   int64      // next offset the writer hands out (writer only)
 	lastPushAt int64      // µs
-	count      int64      // retained messages
 	cursors    *[]*cursor // by group slot; nil until a group has one here (see cursorOf)
 	created    uint32     // unix seconds
 	idx        uint32     // in q.order and q.pend
 	persisted  bool
 	deleted    bool
 }
+
+// stored counts p's retained messages.
+func (p *partition) stored() int64 { return p.storedFrom(p.first) }
 
 // createdAt is the partition's creation time, µs, to the second.
 func (p *partition) createdAt() int64 { return int64(p.created) * 1e6 }

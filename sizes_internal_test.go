@@ -12,6 +12,6 @@ import (
 // sizes are held to their Go size classes.
 func TestSizes_PartitionAndCursor(t *testing.T) {
 	t.Parallel()
-	require.LessOrEqual(t, unsafe.Sizeof(partition{}), uintptr(96))
+	require.LessOrEqual(t, unsafe.Sizeof(partition{}), uintptr(80))
 	require.LessOrEqual(t, unsafe.Sizeof(cursor{}), uintptr(96))
 }

@@ -102,11 +102,11 @@ func (b *Broker) queueStats(q *queue, withParts bool, now int64) QueueStats {
 	}
 	sort.Strings(qs.Groups)
 	for _, p := range q.parts {
-		pending := p.count
+		pending := p.stored()
 		if len(q.groups) > 0 {
 			pending = 0
 		}
-		ps := PartitionStats{Name: p.name, ID: p.uuid(), CreatedAt: microsTime(p.createdAt()), Messages: p.count, FirstOffset: p.first, NextOffset: p.next, LastPushAt: microsTime(p.lastPushAt)}
+		ps := PartitionStats{Name: p.name, ID: p.uuid(), CreatedAt: microsTime(p.createdAt()), Messages: p.stored(), FirstOffset: p.first, NextOffset: p.next, LastPushAt: microsTime(p.lastPushAt)}
 		for _, g := range q.slots {
 			if g == nil {
 				continue

@@ -407,7 +407,7 @@ func (w *writer) write(batch []*writeReq, touched map[*partition]int64) (int64, 
 		return w.afterCommit(batch)
 	}()
 	if err != nil {
-		w.rollback(touched, batch)
+		w.rollback(batch)
 	}
 	return ts, err
 }
@@ -615,15 +615,13 @@ func storedQueueIs(txn *badger.Txn, key []byte, id string) (bool, error) {
 	return m.ID == id, nil
 }
 
-// rollback forgets the offsets handed out in a transaction that did not
-// commit, and the room its plain pushes took under MaxSize (a transaction
-// keeps the room it was admitted with until it is failed or written).
-func (w *writer) rollback(touched map[*partition]int64, batch []*writeReq) {
+// rollback gives back the room the plain pushes of a transaction that did
+// not commit took under MaxSize (a transaction keeps the room it was
+// admitted with until it is failed or written). The offsets it handed out
+// go with touched, which the caller drops.
+func (w *writer) rollback(batch []*writeReq) {
 	b := w.b
 	b.mu.Lock()
-	for p := range touched {
-		p.assigned = p.next
-	}
 	for _, r := range batch {
 		if r.push != nil && !r.push.txn {
 			b.unreserve(r.push)
@@ -679,8 +677,7 @@ func (w *writer) publish(touched map[*partition]int64, ts int64, batch []*writeR
 		if p.deleted {
 			continue
 		}
-		p.next = p.assigned
-		p.count += n
+		p.next += n
 		p.q.count += n
 		p.lastPushAt = ts
 		b.messagesArrived(p)
@@ -782,7 +779,7 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*p
 			}
 			m.Flags |= record.FlagEncrypted
 		}
-		off := p.assigned
+		off := p.next + touched[p] // the writer alone moves next
 		val = record.AppendMessage(make([]byte, 0, record.MessageSize(&m)), &m)
 		if err := txn.Set(keys.MessageKey(p.pid, off), val); err != nil {
 			return err
@@ -790,7 +787,6 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*p
 		if err := txn.Set(tk, record.Offset(off)); err != nil {
 			return err
 		}
-		p.assigned++
 		touched[p]++
 		res.Status, res.Offset, res.MessageID = PushQueued, off, id.String()
 	}
@@ -806,7 +802,7 @@ func (b *Broker) repend(p *partition) {
 	switch {
 	case p.deleted:
 	case len(p.q.groups) == 0:
-		n = p.count
+		n = p.stored()
 	default:
 		for _, g := range p.q.slots {
 			if g != nil {
