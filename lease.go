@@ -565,7 +565,12 @@ func (b *Broker) deliver(ctx context.Context, g *group, l *lease, claims []claim
 		}
 		if cl.cut >= 0 {
 			cl.fl.end = cl.cut
-			if cl.visible > c.notBefore {
+			// The hold is the held message's: it applies once the cursor
+			// stands on it, now if nothing before it was read or the read
+			// commits on delivery. A leased batch before it may come back
+			// (a retry) and must not wait for it; once the batch is
+			// settled, the next claim finds the held message again.
+			if (len(cl.msgs) == 0 || req.CommitOnDelivery) && cl.visible > c.notBefore {
 				c.notBefore, c.held = cl.visible, true
 			}
 		}
