@@ -45,10 +45,11 @@ var (
 	modelShrink = flag.Duration("model.shrink", 90*time.Second, "time spent shrinking a failing sequence (0: no shrinking)")
 )
 
-// knownDefects are defects being fixed on other branches when this test
-// was widened. Each gates the one check that finds it (or keeps the
-// generator away from a path that would crash the test binary). Delete an
-// entry once its fix is merged; -model.strict ignores them all.
+// knownDefects are defects found and not yet fixed, by name. Each gates
+// the one check that finds it (or keeps the generator away from a path
+// that would crash the test binary), so a run can go on finding others.
+// Delete an entry with its fix; -model.strict ignores them all. None is
+// open today.
 var knownDefects = map[string]string{}
 
 // knownDefect reports whether the check named name is gated: its entry
