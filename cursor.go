@@ -427,8 +427,8 @@ func (b *Broker) discover(g *group, want int, now int64) {
 // startIn), with a cursor made for it if it has none: once the messages
 // are in, the end has moved, and only a stored cursor tells a restart
 // where the group started. Under b.mu, before the push's offsets are
-// published.
-func (b *Broker) arrivalCursors(p *partition) []op {
+// published; the cursors written are noted in r (see pushReq.arrived).
+func (b *Broker) arrivalCursors(p *partition, r *pushReq) []op {
 	var ops []op
 	for _, g := range p.q.slots {
 		if g == nil || g.mode != SubscriptionModeNew || p.pid >= g.mark {
@@ -441,6 +441,7 @@ func (b *Broker) arrivalCursors(p *partition) []op {
 			continue
 		}
 		ops = append(ops, c.saveOp())
+		r.arrived = append(r.arrived, c)
 	}
 	return ops
 }

@@ -59,6 +59,10 @@ type pushReq struct {
 	// that a transaction admitted meanwhile sees it taken.
 	txn      bool
 	reserved map[*queue]int64
+	// arrived are the cursors whose writes arrivalCursors added to the
+	// write in progress (marking them stored); a rolled-back write marks
+	// them unstored again, so the write that replaces it stores them.
+	arrived []*cursor
 }
 
 // errTxnPushRefused reports a transaction push item the writer could not
@@ -626,6 +630,12 @@ func (w *writer) rollback(batch []*writeReq) {
 		if r.push != nil && !r.push.txn {
 			b.unreserve(r.push)
 		}
+		if r.push != nil {
+			for _, c := range r.push.arrived {
+				c.stored = false
+			}
+			r.push.arrived = nil
+		}
 	}
 	b.mu.Unlock()
 }
@@ -667,6 +677,7 @@ func (w *writer) publish(touched map[*partition]int64, ts int64, batch []*writeR
 	for _, r := range batch {
 		if r.push != nil {
 			b.unreserve(r.push)
+			r.push.arrived = nil // written
 		}
 	}
 	for p, n := range touched {
@@ -714,7 +725,7 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*p
 			metas = append(metas, op{key: keys.PartitionKey(p.pid), val: p.meta()})
 		}
 		if i == 0 || p != parts[i-1] {
-			metas = append(metas, b.arrivalCursors(p)...)
+			metas = append(metas, b.arrivalCursors(p, r)...)
 		}
 		parts[i] = p
 		encrypt[i] = q.cfg.EncryptionEnabled
