@@ -394,3 +394,42 @@ func TestModelFound_RetriedBatchDoesNotWaitForTheHeldMessageBehindIt(t *testing.
 	// (b, after a on the cursor, comes back with it: see AckBatch.)
 	require.Equal(t, []string{"a", "b"}, txids(again.Messages), "the batch comes back at once; c is still held")
 }
+
+// TestModelFound_QueueRecreatedByAQueuedPushSurvivesReopen: a push waiting
+// for the writer is applied after a ConfigureQueue and a DeleteQueue that
+// came later, so it re-creates the queue the delete removed. The
+// configuration's write, made for the deleted queue, used to overwrite the
+// new queue's metadata, and the delete's then removed it: the new queue's
+// partitions and messages were lost at the next Open (found by the
+// concurrent model test).
+func TestModelFound_QueueRecreatedByAQueuedPushSurvivesReopen(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	b := itest.OpenDir(t, dir, nil)
+	pushOne(t, b, "q", "p", "first", `1`)
+	held, queued, release := queen.HoldCommitsForTest(b)
+	var wg sync.WaitGroup
+	wg.Go(func() { pushOne(t, b, "other", "", "blocker", `0`) })
+	<-held // the writer waits in front of the blocker's commit
+	wg.Go(func() { pushOne(t, b, "q", "p", "second", `2`) })
+	require.Eventually(t, func() bool { return queued() == 1 }, 10*time.Second, time.Millisecond)
+	wg.Go(func() {
+		_, err := b.ConfigureQueue(bg, "q", queen.DefaultQueueConfig())
+		assert.NoError(t, err)
+	})
+	require.Eventually(t, func() bool { return queued() == 2 }, 10*time.Second, time.Millisecond)
+	wg.Go(func() {
+		existed, err := b.DeleteQueue(bg, "q")
+		assert.NoError(t, err)
+		assert.True(t, existed)
+	})
+	require.Eventually(t, func() bool { return queued() == 3 }, 10*time.Second, time.Millisecond)
+	release()
+	wg.Wait()
+
+	before := storedCounts(t, b)
+	require.Equal(t, int64(1), before["q"], "the queued push re-created q with its message")
+	require.NoError(t, b.Close())
+	b = itest.OpenDir(t, dir, nil)
+	require.Equal(t, before, storedCounts(t, b))
+}

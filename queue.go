@@ -234,7 +234,7 @@ func (b *Broker) ConfigureQueue(ctx context.Context, name string, cfg QueueConfi
 	if cfg.DelayedProcessing < old.DelayedProcessing || cfg.WindowBuffer < old.WindowBuffer {
 		b.shortenHolds(q, (old.DelayedProcessing - cfg.DelayedProcessing).Microseconds())
 	}
-	ops := []op{{key: keys.QueueKey(name), val: q.meta()}}
+	ops := []op{{key: keys.QueueKey(name), val: q.meta(), queueID: q.id.String()}}
 	q.persisted = true
 	p, created := b.partitionFor(q, DefaultPartition)
 	if created {

@@ -26,11 +26,14 @@ import (
 type op struct {
 	key, val []byte
 	del      bool
-	// queueID, on the delete of a queue's metadata, limits the delete to
-	// the queue of that id. A push creates a queue in memory as the writer
-	// applies it, so a queue of the same name re-created by a push racing
-	// DeleteQueue can have its metadata written before the deletion's
-	// delete, which must then leave it alone.
+	// queueID, on a write of a queue's metadata made before the writer
+	// applies it (a delete by DeleteQueue, a set by ConfigureQueue), limits
+	// it to the queue of that id: a delete applies only if the stored
+	// metadata is that queue's, a set only if it is that queue's or absent.
+	// A push creates a queue in memory as the writer applies it, so a
+	// queue of the same name re-created by a push racing DeleteQueue can
+	// have its metadata written before such a write, which must then leave
+	// it alone.
 	queueID string
 	// traces, when set, deletes the stored traces of the partition's
 	// messages with these transactionIds, as the writer applies it: a
@@ -551,11 +554,11 @@ func applyOps(txn *badger.Txn, ops []op) error {
 			continue
 		}
 		if o.queueID != "" {
-			same, err := storedQueueIs(txn, o.key, o.queueID)
+			same, absent, err := storedQueueIs(txn, o.key, o.queueID)
 			if err != nil {
 				return err
 			}
-			if !same {
+			if !same && (o.del || !absent) {
 				continue
 			}
 		}
@@ -598,25 +601,26 @@ func dropTraces(txn *badger.Txn, d *traceDrop) error {
 }
 
 // storedQueueIs reports whether the queue metadata at key is the queue of
-// the given id (or unreadable, so that a delete still removes it).
-func storedQueueIs(txn *badger.Txn, key []byte, id string) (bool, error) {
+// the given id (or unreadable, so that a delete still removes it), and
+// whether there is none.
+func storedQueueIs(txn *badger.Txn, key []byte, id string) (same, absent bool, err error) {
 	item, err := txn.Get(key)
 	if err == badger.ErrKeyNotFound {
-		return false, nil
+		return false, true, nil
 	}
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	var m queueMeta
 	if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &m) }); err != nil {
 		var se *json.SyntaxError
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &se) || errors.As(err, &te) {
-			return true, nil
+			return true, false, nil
 		}
-		return false, err
+		return false, false, err
 	}
-	return m.ID == id, nil
+	return m.ID == id, false, nil
 }
 
 // rollback gives back the room the plain pushes of a transaction that did
