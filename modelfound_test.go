@@ -433,3 +433,44 @@ func TestModelFound_QueueRecreatedByAQueuedPushSurvivesReopen(t *testing.T) {
 	b = itest.OpenDir(t, dir, nil)
 	require.Equal(t, before, storedCounts(t, b))
 }
+
+// TestModelFound_RejoinedGroupKeepsItsStartAcrossRestart: a group deleted
+// and joined again (mode new) while a push waits for the writer: the push,
+// applied after both, stores where the new group starts, and the
+// deletion's write, queued before it, must not remove that. It did, so
+// after a restart the group started at the partition's end and never got
+// the push's message (found by the concurrent model test).
+func TestModelFound_RejoinedGroupKeepsItsStartAcrossRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	b := itest.OpenDir(t, dir, nil)
+	joinNew := func() {
+		res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Group: "g", SubscriptionMode: queen.SubscriptionModeNew})
+		assert.NoError(t, err)
+		assert.Empty(t, res.Messages)
+	}
+	pushOne(t, b, "q", "p", "a", `1`)
+	joinNew()
+	pushOne(t, b, "q", "p", "a2", `2`) // stores g's cursor in p
+
+	held, queued, release := queen.HoldCommitsForTest(b)
+	var wg sync.WaitGroup
+	wg.Go(func() { pushOne(t, b, "other", "", "blocker", `0`) })
+	<-held
+	wg.Go(func() { pushOne(t, b, "q", "p", "b", `3`) })
+	require.Eventually(t, func() bool { return queued() == 1 }, 10*time.Second, time.Millisecond)
+	wg.Go(func() {
+		_, err := b.DeleteGroup(bg, "g", "q", true)
+		assert.NoError(t, err)
+	})
+	require.Eventually(t, func() bool { return queued() == 2 }, 10*time.Second, time.Millisecond)
+	wg.Go(joinNew) // g again, at the end as it stands now: before b
+	require.Eventually(t, func() bool { return queued() == 3 }, 10*time.Second, time.Millisecond)
+	release()
+	wg.Wait()
+
+	require.EqualValues(t, 2, cursorOf(t, b, "q", "p", "g").Offset, "live: g gets b")
+	require.NoError(t, b.Close())
+	b = itest.OpenDir(t, dir, nil)
+	require.EqualValues(t, 2, cursorOf(t, b, "q", "p", "g").Offset, "reopened: the same")
+}

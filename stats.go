@@ -290,7 +290,7 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 			b.dropLease(c)
 			g.removeReady(c)
 			if deleteMetadata {
-				ops = append(ops, op{key: keys.CursorKey(p.pid, name), del: true})
+				ops = append(ops, op{key: keys.CursorKey(p.pid, name), del: true, unowned: true})
 				(*p.cursors)[g.slot] = nil
 				continue
 			}

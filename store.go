@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +36,11 @@ type op struct {
 	// have its metadata written before such a write, which must then leave
 	// it alone.
 	queueID string
+	// unowned, on the delete of a cursor record, skips it if a group of
+	// that name holds a stored cursor in the partition when the writer
+	// applies it: a group joined again under the name, whose cursor a push
+	// applied before this delete stored (see arrivalCursors).
+	unowned bool
 	// traces, when set, deletes the stored traces of the partition's
 	// messages with these transactionIds, as the writer applies it: a
 	// trace written by an earlier request is seen, so none is left behind
@@ -398,7 +404,7 @@ func (w *writer) write(batch []*writeReq, touched map[*partition]int64) (int64, 
 	defer txn.Discard()
 	err := func() error {
 		for _, r := range batch {
-			if err := applyOps(txn, r.ops); err != nil {
+			if err := applyOps(txn, b.skipOwnedCursors(r.ops)); err != nil {
 				return err
 			}
 			if r.push != nil {
@@ -598,6 +604,33 @@ func dropTraces(txn *badger.Txn, d *traceDrop) error {
 		}
 	}
 	return nil
+}
+
+// skipOwnedCursors returns ops without the cursor deletes marked unowned
+// whose cursor a live group of that name holds, stored, now (see
+// op.unowned). It copies ops only when it drops one.
+func (b *Broker) skipOwnedCursors(ops []op) []op {
+	if !slices.ContainsFunc(ops, func(o op) bool { return o.unowned }) {
+		return ops
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]op, 0, len(ops))
+	for _, o := range ops {
+		if o.unowned {
+			if pid, name, ok := keys.DecodeCursorKey(o.key); ok && pid < uint64(len(b.parts)) {
+				if p := b.parts[pid]; p != nil {
+					if g := p.q.groups[name]; g != nil {
+						if c := p.cursorOf(g); c != nil && c.stored {
+							continue
+						}
+					}
+				}
+			}
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 // storedQueueIs reports whether the queue metadata at key is the queue of
