@@ -45,22 +45,19 @@ func queenOpen(j *Job, sync bool) (*qb, error) {
 		if bo, err = applyTweak(bo, j.Tweak); err != nil {
 			return nil, err
 		}
-		db, err := badger.Open(bo)
-		if err != nil {
-			return nil, err
-		}
-		b, err := queen.OpenDB(db, opts)
-		if err != nil {
-			db.Close()
-			return nil, err
-		}
-		return &qb{Broker: b, db: db}, nil
+		return openOnBadger(bo, opts)
 	}
 	if !j.tunedBadger() {
 		b, err := queen.Open(j.Dir, opts)
 		return &qb{Broker: b}, err
 	}
-	db, err := badger.Open(j.badgerOptions())
+	return openOnBadger(j.badgerOptions(), opts)
+}
+
+// openOnBadger opens a broker on a Badger database opened with bo, which
+// the broker's Close leaves to the caller (qb.db).
+func openOnBadger(bo badger.Options, opts *queen.Options) (*qb, error) {
+	db, err := badger.Open(bo)
 	if err != nil {
 		return nil, err
 	}
