@@ -53,17 +53,11 @@ func splitObject(raw []byte) (map[string]json.RawMessage, bool) {
 			return nil, false
 		}
 		m[key] = raw[i:vend:vend]
-		i = skipWS(raw, vend)
-		if i >= len(raw) {
+		var closed, ok bool
+		if i, closed, ok = afterMember(raw, vend, '}'); !ok {
 			return nil, false
-		}
-		switch raw[i] {
-		case ',':
-			i = skipWS(raw, i+1)
-		case '}':
-			return m, skipWS(raw, i+1) == len(raw)
-		default:
-			return nil, false
+		} else if closed {
+			return m, true
 		}
 	}
 	return nil, false
@@ -86,20 +80,30 @@ func splitArray(raw []byte) ([]json.RawMessage, bool) {
 			return nil, false
 		}
 		elems = append(elems, raw[i:vend:vend])
-		i = skipWS(raw, vend)
-		if i >= len(raw) {
+		var closed, ok bool
+		if i, closed, ok = afterMember(raw, vend, ']'); !ok {
 			return nil, false
-		}
-		switch raw[i] {
-		case ',':
-			i = skipWS(raw, i+1)
-		case ']':
-			return elems, skipWS(raw, i+1) == len(raw)
-		default:
-			return nil, false
+		} else if closed {
+			return elems, true
 		}
 	}
 	return nil, false
+}
+
+// afterMember reads what follows a member ending at i: a comma (next is
+// where the following member starts) or closer, which must end raw but
+// for white space (closed).
+func afterMember(raw []byte, i int, closer byte) (next int, closed, ok bool) {
+	i = skipWS(raw, i)
+	switch {
+	case i >= len(raw):
+		return 0, false, false
+	case raw[i] == ',':
+		return skipWS(raw, i+1), false, true
+	case raw[i] == closer:
+		return 0, true, skipWS(raw, i+1) == len(raw)
+	}
+	return 0, false, false
 }
 
 func skipWS(raw []byte, i int) int {
