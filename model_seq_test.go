@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,27 +39,8 @@ import (
 var (
 	modelRuns   = flag.Int("model.runs", 0, "sequential model runs per storage mode (0: 2, or 1 with -short)")
 	modelOps    = flag.Int("model.ops", 0, "operations per sequential model run (0: 200, or 120 with -short)")
-	modelStrict = flag.Bool("model.strict", false, "ignore the knownDefect gates: check everything")
-	modelUngate = flag.String("model.ungate", "", "comma-separated knownDefect gates to ignore")
 	modelShrink = flag.Duration("model.shrink", 90*time.Second, "time spent shrinking a failing sequence (0: no shrinking)")
 )
-
-// knownDefects are defects found and not yet fixed, by name. Each gates
-// the one check that finds it (or keeps the generator away from a path
-// that would crash the test binary), so a run can go on finding others.
-// Delete an entry with its fix; -model.strict ignores them all. None is
-// open today.
-var knownDefects = map[string]string{}
-
-// knownDefect reports whether the check named name is gated: its entry
-// is still in knownDefects and neither -model.strict nor -model.ungate
-// lifts it.
-func knownDefect(name string) bool {
-	if _, ok := knownDefects[name]; !ok || *modelStrict {
-		return false
-	}
-	return !slices.Contains(strings.Split(*modelUngate, ","), name)
-}
 
 // TestModel_SequentialOps runs -model.runs seeded sequences of -model.ops
 // operations on an in-memory and an on-disk broker (which also closes and
