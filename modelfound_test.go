@@ -395,6 +395,25 @@ func TestModelFound_RetriedBatchDoesNotWaitForTheHeldMessageBehindIt(t *testing.
 	require.Equal(t, []string{"a", "b"}, txids(again.Messages), "the batch comes back at once; c is still held")
 }
 
+// inWriterOrder runs steps, each in a goroutine of its own, queued for the
+// writer one after the other behind a held commit (a push to queue
+// "other"), then lets the writer go and waits for them: whatever a step
+// decides in memory before it waits for the writer is decided in this
+// order, before any of their writes is applied.
+func inWriterOrder(t *testing.T, b *queen.Broker, steps ...func()) {
+	t.Helper()
+	held, queued, release := queen.HoldCommitsForTest(b)
+	var wg sync.WaitGroup
+	wg.Go(func() { pushOne(t, b, "other", "", "blocker", `0`) })
+	<-held // the writer waits in front of the blocker's commit
+	for i, step := range steps {
+		wg.Go(step)
+		require.Eventually(t, func() bool { return queued() == i+1 }, 10*time.Second, time.Millisecond)
+	}
+	release()
+	wg.Wait()
+}
+
 // TestModelFound_QueueRecreatedByAQueuedPushSurvivesReopen: a push waiting
 // for the writer is applied after a ConfigureQueue and a DeleteQueue that
 // came later, so it re-creates the queue the delete removed. The
@@ -407,25 +426,17 @@ func TestModelFound_QueueRecreatedByAQueuedPushSurvivesReopen(t *testing.T) {
 	dir := t.TempDir()
 	b := itest.OpenDir(t, dir, nil)
 	pushOne(t, b, "q", "p", "first", `1`)
-	held, queued, release := queen.HoldCommitsForTest(b)
-	var wg sync.WaitGroup
-	wg.Go(func() { pushOne(t, b, "other", "", "blocker", `0`) })
-	<-held // the writer waits in front of the blocker's commit
-	wg.Go(func() { pushOne(t, b, "q", "p", "second", `2`) })
-	require.Eventually(t, func() bool { return queued() == 1 }, 10*time.Second, time.Millisecond)
-	wg.Go(func() {
-		_, err := b.ConfigureQueue(bg, "q", queen.DefaultQueueConfig())
-		assert.NoError(t, err)
-	})
-	require.Eventually(t, func() bool { return queued() == 2 }, 10*time.Second, time.Millisecond)
-	wg.Go(func() {
-		existed, err := b.DeleteQueue(bg, "q")
-		assert.NoError(t, err)
-		assert.True(t, existed)
-	})
-	require.Eventually(t, func() bool { return queued() == 3 }, 10*time.Second, time.Millisecond)
-	release()
-	wg.Wait()
+	inWriterOrder(t, b,
+		func() { pushOne(t, b, "q", "p", "second", `2`) },
+		func() {
+			_, err := b.ConfigureQueue(bg, "q", queen.DefaultQueueConfig())
+			assert.NoError(t, err)
+		},
+		func() {
+			existed, err := b.DeleteQueue(bg, "q")
+			assert.NoError(t, err)
+			assert.True(t, existed)
+		})
 
 	before := storedCounts(t, b)
 	require.Equal(t, int64(1), before["q"], "the queued push re-created q with its message")
@@ -453,21 +464,13 @@ func TestModelFound_RejoinedGroupKeepsItsStartAcrossRestart(t *testing.T) {
 	joinNew()
 	pushOne(t, b, "q", "p", "a2", `2`) // stores g's cursor in p
 
-	held, queued, release := queen.HoldCommitsForTest(b)
-	var wg sync.WaitGroup
-	wg.Go(func() { pushOne(t, b, "other", "", "blocker", `0`) })
-	<-held
-	wg.Go(func() { pushOne(t, b, "q", "p", "b", `3`) })
-	require.Eventually(t, func() bool { return queued() == 1 }, 10*time.Second, time.Millisecond)
-	wg.Go(func() {
-		_, err := b.DeleteGroup(bg, "g", "q", true)
-		assert.NoError(t, err)
-	})
-	require.Eventually(t, func() bool { return queued() == 2 }, 10*time.Second, time.Millisecond)
-	wg.Go(joinNew) // g again, at the end as it stands now: before b
-	require.Eventually(t, func() bool { return queued() == 3 }, 10*time.Second, time.Millisecond)
-	release()
-	wg.Wait()
+	inWriterOrder(t, b,
+		func() { pushOne(t, b, "q", "p", "b", `3`) },
+		func() {
+			_, err := b.DeleteGroup(bg, "g", "q", true)
+			assert.NoError(t, err)
+		},
+		joinNew) // g again, at the end as it stands now: before b
 
 	require.EqualValues(t, 2, cursorOf(t, b, "q", "p", "g").Offset, "live: g gets b")
 	require.NoError(t, b.Close())
