@@ -27,7 +27,7 @@ import (
 // httppush, httppop and httpone: one-message consumers that pop 1 and ack
 // it through /api/v1/ack). Systems "server" and "server-base" run the
 // same client against cmd/queen binaries in their own process (-queen-bin,
-// -base-bin), on the data directory the harness preloaded.
+// -base-bin), each preloaded through its own HTTP API.
 
 type httpEnv struct {
 	b      *qb // the in-process broker; nil while a server process owns the data
@@ -43,11 +43,34 @@ type httpEnv struct {
 // isServer reports whether a system runs cmd/queen as its own process.
 func isServer(system string) bool { return strings.HasPrefix(system, "server") }
 
-// httpStart opens the broker, runs preload on it (untimed; nil for none),
-// and serves it: in this process through httpapi (system "http"), or with
-// the broker closed again and j.Bin (cmd/queen) started on its data
-// directory (systems "server*").
-func httpStart(j *Job, preload func(b *queen.Broker) error) (*httpEnv, error) {
+// httpStart serves a broker with preload run on it first (untimed; nil for
+// none): in this process through httpapi (system "http"), or through j.Bin
+// (cmd/queen) started on the data directory (systems "server*"). A server
+// is preloaded over its own HTTP API, so each binary writes its own store
+// format: an older binary cannot read what this library writes.
+func httpStart(j *Job, preload func(b *queen.Broker) error, httpPreload func(e *httpEnv) error) (*httpEnv, error) {
+	conns := max(j.Producers, j.Consumers, 1)
+	tr := &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns, IdleConnTimeout: time.Minute}
+	e := &httpEnv{j: j, client: &http.Client{Transport: tr, Timeout: time.Minute}}
+	if isServer(j.System) {
+		if err := e.startServer(); err != nil {
+			return nil, err
+		}
+		if httpPreload != nil {
+			if err := httpPreload(e); err != nil {
+				e.close()
+				return nil, fmt.Errorf("preload: %w", err)
+			}
+		}
+		if e.pprof != "" {
+			// The server's CPU profile over the measured phase (at most
+			// MaxTime), fetched while the client runs.
+			e.cpu = make(chan error, 1)
+			secs := strconv.Itoa(max(1, int(j.MaxTime.Seconds()+0.999)))
+			go func() { e.cpu <- e.fetch("/debug/pprof/profile?seconds="+secs, j.Profile+".server.cpu") }()
+		}
+		return e, nil
+	}
 	b, err := queenOpen(j, j.Sync)
 	if err != nil {
 		return nil, err
@@ -57,15 +80,6 @@ func httpStart(j *Job, preload func(b *queen.Broker) error) (*httpEnv, error) {
 			b.Close()
 			return nil, fmt.Errorf("preload: %w", err)
 		}
-	}
-	conns := max(j.Producers, j.Consumers, 1)
-	tr := &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns, IdleConnTimeout: time.Minute}
-	e := &httpEnv{j: j, client: &http.Client{Transport: tr, Timeout: time.Minute}}
-	if isServer(j.System) {
-		if err := b.Close(); err != nil {
-			return nil, err
-		}
-		return e, e.startServer()
 	}
 	e.b = b
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -110,13 +124,6 @@ func (e *httpEnv) startServer() error {
 	e.base = "http://127.0.0.1:" + strconv.Itoa(port)
 	for range 200 {
 		if st, err := e.do("GET", "/health", nil, nil); err == nil && st == http.StatusOK {
-			if e.pprof != "" {
-				// The server's CPU profile over the measured phase (at most
-				// MaxTime), fetched while the client runs.
-				e.cpu = make(chan error, 1)
-				secs := strconv.Itoa(max(1, int(e.j.MaxTime.Seconds()+0.999)))
-				go func() { e.cpu <- e.fetch("/debug/pprof/profile?seconds="+secs, e.j.Profile+".server.cpu") }()
-			}
 			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -245,39 +252,14 @@ type httpPushResult struct {
 }
 
 func httpPush(j *Job) (Result, error) {
-	e, err := httpStart(j, nil)
+	e, err := httpStart(j, nil, nil)
 	if err != nil {
 		return Result{}, err
 	}
 	names := partNames("p", j.Partitions)
 	payload := fixedPayload(j.Payload)
 	prof := startProfile(j)
-	p, err := produce(j, func(w, lo, hi int) error {
-		var body bytes.Buffer
-		body.WriteString(`{"items":[`)
-		for i := lo; i < hi; i++ {
-			if i > lo {
-				body.WriteByte(',')
-			}
-			body.WriteString(`{"queue":"` + benchQueue + `","partition":"` + names[i%len(names)] + `","payload":`)
-			body.Write(payload)
-			body.WriteByte('}')
-		}
-		body.WriteString(`]}`)
-		var out []httpPushResult
-		if _, err := e.do("POST", "/api/v1/push", body.Bytes(), &out); err != nil {
-			return err
-		}
-		if len(out) != hi-lo {
-			return fmt.Errorf("push: %d results for %d items", len(out), hi-lo)
-		}
-		for k := range out {
-			if out[k].Status != string(queen.PushQueued) || out[k].Offset == nil {
-				return fmt.Errorf("push item %d: %s %s", k, out[k].Status, out[k].Error)
-			}
-		}
-		return nil
-	})
+	p, err := produce(j, func(w, lo, hi int) error { return e.push(names, payload, lo, hi) })
 	prof.stop()
 	var qs *queen.QueueStats
 	b, serr := e.broker()
@@ -294,6 +276,35 @@ func httpPush(j *Job) (Result, error) {
 		return Result{}, fmt.Errorf("verify: queue holds %v messages (%v), pushed %d", qs, serr, p.n)
 	}
 	return p.result(), nil
+}
+
+// push sends items lo..hi-1 in one /api/v1/push call, spread over the
+// partitions names, and checks every item was queued.
+func (e *httpEnv) push(names []string, payload []byte, lo, hi int) error {
+	var body bytes.Buffer
+	body.WriteString(`{"items":[`)
+	for i := lo; i < hi; i++ {
+		if i > lo {
+			body.WriteByte(',')
+		}
+		body.WriteString(`{"queue":"` + benchQueue + `","partition":"` + names[i%len(names)] + `","payload":`)
+		body.Write(payload)
+		body.WriteByte('}')
+	}
+	body.WriteString(`]}`)
+	var out []httpPushResult
+	if _, err := e.do("POST", "/api/v1/push", body.Bytes(), &out); err != nil {
+		return err
+	}
+	if len(out) != hi-lo {
+		return fmt.Errorf("push: %d results for %d items", len(out), hi-lo)
+	}
+	for k := range out {
+		if out[k].Status != string(queen.PushQueued) || out[k].Offset == nil {
+			return fmt.Errorf("push item %d: %s %s", k, out[k].Status, out[k].Error)
+		}
+	}
+	return nil
 }
 
 type httpPopReply struct {
@@ -315,17 +326,29 @@ type httpAckResult struct {
 	Error   *string `json:"error"`
 }
 
-// preloadBacklog pushes j.N messages in process, untimed.
-func preloadBacklog(b *queen.Broker, j *Job) error {
+// preloadJob is the untimed push of j.N messages a pop/ack row starts from.
+func preloadJob(j *Job) *Job {
 	pre := *j
 	pre.Producers, pre.Batch, pre.MaxTime = 2, 1000, 0
+	return &pre
+}
+
+// preloadBacklog pushes j.N messages in process, untimed.
+func preloadBacklog(b *queen.Broker, j *Job) error {
 	payload := fixedPayload(j.Payload)
-	_, err := queenPushAll(context.Background(), b, &pre, partNames("p", j.Partitions), func(int) []byte { return payload })
+	_, err := queenPushAll(context.Background(), b, preloadJob(j), partNames("p", j.Partitions), func(int) []byte { return payload })
+	return err
+}
+
+// httpPreloadBacklog is preloadBacklog through a server's HTTP API.
+func httpPreloadBacklog(e *httpEnv, j *Job) error {
+	names, payload := partNames("p", j.Partitions), fixedPayload(j.Payload)
+	_, err := produce(preloadJob(j), func(w, lo, hi int) error { return e.push(names, payload, lo, hi) })
 	return err
 }
 
 func httpPopAck(j *Job) (Result, error) {
-	e, err := httpStart(j, func(b *queen.Broker) error { return preloadBacklog(b, j) })
+	e, err := httpStart(j, func(b *queen.Broker) error { return preloadBacklog(b, j) }, func(e *httpEnv) error { return httpPreloadBacklog(e, j) })
 	if err != nil {
 		return Result{}, err
 	}
