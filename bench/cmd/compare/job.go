@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"runtime/metrics"
@@ -61,6 +62,9 @@ type Result struct {
 	P999 float64 `json:"p999,omitempty"`
 	// Heap bytes (after GC) at points of interest, for scenario 6.
 	HeapLive int64 `json:"heapLive,omitempty"`
+	// HeapStore is the part of HeapLive allocated under Badger (memtables,
+	// table builders, caches), estimated from the heap profile.
+	HeapStore int64 `json:"heapStore,omitempty"`
 	// DrainSeconds is how long the drain phase of a pushdrain job took
 	// (Msgs messages); Seconds is its push phase.
 	DrainSeconds float64 `json:"drainSeconds,omitempty"`
@@ -277,6 +281,52 @@ func heapAfterGC() int64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
+}
+
+// heapUnder estimates, from the heap profile of the last GC (call
+// heapAfterGC first), the bytes in use by objects allocated under a
+// function of a package whose path starts with prefix.
+func heapUnder(prefix string) int64 {
+	var recs []runtime.MemProfileRecord
+	n, _ := runtime.MemProfile(nil, false)
+	for {
+		recs = make([]runtime.MemProfileRecord, n+50)
+		var ok bool
+		if n, ok = runtime.MemProfile(recs, false); ok {
+			recs = recs[:n]
+			break
+		}
+	}
+	rate := float64(runtime.MemProfileRate)
+	var sum float64
+	for i := range recs {
+		r := &recs[i]
+		objs, bytes := r.InUseObjects(), r.InUseBytes()
+		if objs <= 0 || !stackUnder(r.Stack(), prefix) {
+			continue
+		}
+		// Unsample as runtime/pprof does: each object of the record's mean
+		// size was sampled with probability 1-exp(-size/rate).
+		scale := 1.0
+		if rate > 1 {
+			scale = 1 / (1 - math.Exp(-float64(bytes)/float64(objs)/rate))
+		}
+		sum += float64(bytes) * scale
+	}
+	return int64(sum)
+}
+
+func stackUnder(stk []uintptr, prefix string) bool {
+	frames := runtime.CallersFrames(stk)
+	for {
+		f, more := frames.Next()
+		if strings.HasPrefix(f.Function, prefix) {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
 }
 
 // seen checks exactly-once delivery of sequence numbers 1..n (JetStream

@@ -437,6 +437,7 @@ func queenIdle(j *Job) (Result, error) {
 	}
 	group := "g"
 	h0 := heapAfterGC() // Badger's memtable arena is allocated whole at open: this is the base
+	store0 := heapUnder("github.com/dgraph-io/")
 	if j.Idle > 0 {
 		pre := *j
 		pre.N, pre.Producers, pre.Batch, pre.MaxTime = j.Idle, 2, 1000, 0
@@ -458,6 +459,7 @@ func queenIdle(j *Job) (Result, error) {
 		}
 	}
 	live := heapAfterGC() - h0
+	store := heapUnder("github.com/dgraph-io/") - store0
 	writeHeapProfile(j, "live")
 	busy := partNames("b", j.Partitions)
 	payload := fixedPayload(j.Payload)
@@ -495,7 +497,7 @@ func queenIdle(j *Job) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	r := Result{Msgs: n, Seconds: last.Sub(start).Seconds(), Capped: capped, HeapLive: live, Note: fmt.Sprintf("open (load) %d ms", load.Milliseconds())}
+	r := Result{Msgs: n, Seconds: last.Sub(start).Seconds(), Capped: capped, HeapLive: live, HeapStore: store, Note: fmt.Sprintf("open (load) %d ms", load.Milliseconds())}
 	if !capped {
 		if err := verifyDrained(ctx, b.Broker, []string{group}); err != nil {
 			return Result{}, err

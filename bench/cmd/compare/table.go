@@ -102,7 +102,8 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 					a, _ := median(alone, false)
 					ratio = fmt.Sprintf("%.2f (idle/alone)", m.rate()/a.rate())
 					perLive := float64(m.HeapLive-a.HeapLive) / float64(r.job.Idle)
-					notes = append(notes, fmt.Sprintf("heap per idle partition: %.0f B", perLive))
+					perStore := float64(m.HeapStore-a.HeapStore) / float64(r.job.Idle)
+					notes = append(notes, fmt.Sprintf("heap per idle partition: %.0f B, %.0f B of it Badger's (memtables, table builders in flight)", perLive, perStore))
 				}
 			case s == "queen-tuned" && haveOurs && ours.rate() > 0:
 				if r.latency {
