@@ -74,7 +74,8 @@ type chaos struct {
 	mu        sync.Mutex
 	errs      []string
 	counts    map[string]int
-	epoch     map[string]int            // per queue/group: bumped by anything that may move the group back
+	epoch     map[string]int            // per queue/group: bumped as anything that may move the group back starts, and as it returns
+	moving    map[string]int            // per queue/group: how many such operations run now
 	settled   map[string]int            // group/pid/offset settled → epoch
 	settledAt map[string]int            // group/pid/offset → restarts when settled
 	attempts  map[string]map[int]bool   // group/pid/offset/epoch → attempts seen
@@ -88,7 +89,7 @@ type chaosLetterRef struct {
 }
 
 func newChaos(t *testing.T, seed uint64, disk bool) *chaos {
-	c := &chaos{t: t, seed: seed, disk: disk, clock: itest.NewClock(), counts: map[string]int{}, epoch: map[string]int{},
+	c := &chaos{t: t, seed: seed, disk: disk, clock: itest.NewClock(), counts: map[string]int{}, epoch: map[string]int{}, moving: map[string]int{},
 		settled: map[string]int{}, settledAt: map[string]int{}, attempts: map[string]map[int]bool{}, letters: map[string]chaosLetterRef{}}
 	c.opts = &queen.Options{Clock: c.clock, MaintenanceInterval: time.Hour, EncryptionKey: modelKey, MemoryBudget: modelBudget}
 	if disk {
@@ -219,26 +220,87 @@ type chaosHeld struct {
 
 var chaosQueues = []string{"c0", "c1"}
 
+// epochOf is the epoch of group on queue, or -1 while an operation that
+// may move the group back runs (see moveBack).
 func (c *chaos) epochOf(queue, group string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.epoch[queue+"/"+groupOf(group)]
+	k := queue + "/" + groupOf(group)
+	if c.moving[k] > 0 {
+		return -1
+	}
+	return c.epoch[k]
 }
 
-// bump marks that group (every group when ""), on queue (every queue
-// when ""), may be moved back.
-func (c *chaos) bump(queue, group string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// moveBack marks that group (every group when "*"), on queue (every queue
+// when ""), may be moved back by an operation about to be called; call
+// the returned func once it has returned. The operation takes effect at
+// some moment between the two, so a pop that overlaps any part of that
+// span may come before or after it: such a pop holds no promise (its
+// epoch is -1, see epochOf). The epoch changes at both ends, so two pops
+// with the same epoch have no move between them.
+func (c *chaos) moveBack(queue, group string) (done func()) {
+	var ks []string
 	for _, q := range chaosQueues {
 		if queue != "" && q != queue {
 			continue
 		}
 		for _, g := range []string{queen.QueueModeGroup, "g1", "g2", "cf"} {
 			if group == "*" || g == groupOf(group) {
-				c.epoch[q+"/"+g]++
+				ks = append(ks, q+"/"+g)
 			}
 		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, k := range ks {
+		c.epoch[k]++
+		c.moving[k]++
+	}
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, k := range ks {
+			c.moving[k]--
+			c.epoch[k]++
+		}
+	}
+}
+
+// pop pops and checks what it delivered (see observe); it returns the
+// batch, or nil when nothing came.
+func (c *chaos) pop(req queen.PopRequest) *chaosHeld {
+	epoch, restarts := c.epochOf(req.Queue, req.Group), c.restartsNow()
+	res, err := c.b.Pop(bg, req)
+	c.check("pop", err, false)
+	if err != nil || len(res.Messages) == 0 {
+		return nil
+	}
+	c.count("pop")
+	if c.epochOf(req.Queue, req.Group) != epoch || c.restartsNow() != restarts {
+		epoch = -1 // moved meanwhile: no promise to check
+	}
+	c.observe(res, req.Group, epoch, restarts, req.CommitOnDelivery)
+	return &chaosHeld{res: res, group: req.Group, epoch: epoch, restarts: restarts, acked: map[int]bool{}}
+}
+
+// acked records the answers res to acks items, of h's messages idx, and
+// settles h once every message of it is settled and none came back.
+func (c *chaos) acked(h *chaosHeld, items []queen.AckItem, idx []int, res []queen.AckResult) {
+	for k, ar := range res {
+		c.check("ack item", ar.Err, false)
+		if !ar.Success {
+			continue
+		}
+		switch {
+		case items[k].Status == queen.AckRetry, items[k].Status == queen.AckFailed && !ar.DeadLettered:
+			h.back = true
+		default:
+			h.acked[idx[k]] = true
+		}
+	}
+	if len(h.acked) == len(h.res.Messages) && !h.back && h.epoch >= 0 {
+		c.settle(h)
 	}
 }
 
@@ -270,21 +332,9 @@ func (c *chaos) step(r *rand.Rand, w int, helds []*chaosHeld) []*chaosHeld {
 		if r.IntN(8) == 0 {
 			req.Wait, req.Timeout = true, time.Duration(1+r.IntN(5))*time.Millisecond
 		}
-		autoAck := group != "cf" && r.IntN(10) == 0
-		req.CommitOnDelivery = autoAck
-		epoch, restarts := c.epochOf(qn, group), c.restartsNow()
-		res, err := b.Pop(bg, req)
-		c.check("pop", err, false)
-		if err != nil || len(res.Messages) == 0 {
-			return helds
-		}
-		c.count("pop")
-		if c.epochOf(qn, group) != epoch || c.restartsNow() != restarts {
-			epoch = -1 // moved meanwhile: no promise to check
-		}
-		c.observe(res, group, epoch, restarts, autoAck)
-		if !autoAck {
-			helds = append(helds, &chaosHeld{res: res, group: group, epoch: epoch, restarts: restarts, acked: map[int]bool{}})
+		req.CommitOnDelivery = group != "cf" && r.IntN(10) == 0
+		if h := c.pop(req); h != nil && !req.CommitOnDelivery {
+			helds = append(helds, h)
 		}
 	case x < 64 && len(helds) > 0:
 		i := r.IntN(len(helds))
@@ -324,21 +374,7 @@ func (c *chaos) step(r *rand.Rand, w int, helds []*chaosHeld) []*chaosHeld {
 			c.check("ack", err, false)
 			c.count("ack")
 		}
-		for k, ar := range res {
-			c.check("ack item", ar.Err, false)
-			if !ar.Success {
-				continue
-			}
-			switch {
-			case items[k].Status == queen.AckRetry, items[k].Status == queen.AckFailed && !ar.DeadLettered:
-				h.back = true
-			default:
-				h.acked[idx[k]] = true
-			}
-		}
-		if len(h.acked) == len(h.res.Messages) && !h.back && h.epoch >= 0 {
-			c.settle(h)
-		}
+		c.acked(h, items, idx, res)
 		if len(h.acked) == len(h.res.Messages) || h.back || r.IntN(4) == 0 {
 			helds = slices.Delete(helds, i, i+1)
 		}
@@ -352,7 +388,7 @@ func (c *chaos) step(r *rand.Rand, w int, helds []*chaosHeld) []*chaosHeld {
 	case x < 76:
 		c.check("maintain", b.Maintain(bg), false)
 	case x < 79:
-		c.bump(qn, group)
+		defer c.moveBack(qn, group)()
 		opts := queen.SeekOptions{ToEnd: r.IntN(2) == 0, Timestamp: c.clock.Now().Add(-time.Duration(r.IntN(600)) * time.Second)}
 		var err error
 		if r.IntN(2) == 0 {
@@ -363,12 +399,12 @@ func (c *chaos) step(r *rand.Rand, w int, helds []*chaosHeld) []*chaosHeld {
 		c.check("seek", err, false)
 		c.count("seek")
 	case x < 81:
-		c.bump("", group)
+		defer c.moveBack("", group)()
 		_, err := b.SetGroupSubscription(bg, group, c.clock.Now().Add(-time.Duration(r.IntN(600))*time.Second))
 		c.check("setSubscription", err, false)
 	case x < 83:
 		meta := r.IntN(2) == 0
-		c.bump(qn, group)
+		defer c.moveBack(qn, group)()
 		_, err := b.DeleteGroup(bg, group, qn, meta)
 		c.check("deleteGroup", err, false)
 		c.count("deleteGroup")
@@ -407,7 +443,7 @@ func (c *chaos) step(r *rand.Rand, w int, helds []*chaosHeld) []*chaosHeld {
 }
 
 func (c *chaos) deleteQueue(qn string) {
-	c.bump(qn, "*")
+	defer c.moveBack(qn, "*")()
 	_, err := c.b.DeleteQueue(bg, qn)
 	c.check("deleteQueue", err, false)
 	c.count("deleteQueue")

@@ -477,3 +477,58 @@ func TestModelFound_RejoinedGroupKeepsItsStartAcrossRestart(t *testing.T) {
 	b = itest.OpenDir(t, dir, nil)
 	require.EqualValues(t, 2, cursorOf(t, b, "q", "p", "g").Offset, "reopened: the same")
 }
+
+// TestModelFound_ChaosPopBeforeAMoveTakesEffect: the concurrent model test
+// reported, about one long run in twelve, a message "delivered twice with
+// attempt 1" (more rarely "settled, delivered again"), while the broker
+// was right. A DeleteGroup, seek or subscription change may move a group
+// back (for a deleted group the next pop starts a new one; a moved cursor
+// forgets its counts), so the test changes the group's epoch when it calls
+// one. It did so only before the call, so a pop that ran after that but
+// before the call took effect shared its epoch with the pops after it. The
+// steps here are that interleaving, in order: such a pop must hold no
+// promise, and a pop wholly after the move must still hold one.
+func TestModelFound_ChaosPopBeforeAMoveTakesEffect(t *testing.T) {
+	t.Parallel()
+	moves := map[string]func(b *queen.Broker) error{
+		"deleteGroup": func(b *queen.Broker) error {
+			_, err := b.DeleteGroup(bg, "g1", "c0", true)
+			return err
+		},
+		"deleteGroupKeepingItsStart": func(b *queen.Broker) error {
+			_, err := b.DeleteGroup(bg, "g1", "c0", false)
+			return err
+		},
+		"seek": func(b *queen.Broker) error {
+			_, err := b.SeekPartition(bg, "g1", "c0", "a", queen.SeekOptions{Timestamp: time.Unix(0, 0)})
+			return err
+		},
+	}
+	for name, move := range moves {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := newChaos(t, 1, false)
+			pushN(t, c.b, "c0", "a", 3)
+			req := queen.PopRequest{Queue: "c0", Group: "g1", Batch: 3, SubscriptionMode: queen.SubscriptionModeAll}
+
+			done := c.moveBack("c0", "g1") // the move is called ...
+			first := c.pop(req)            // ... a pop runs before it takes effect ...
+			require.NotNil(t, first)
+			require.Equal(t, []int{1, 1, 1}, attemptsOf(first.res.Messages))
+			items := ackItems(first.res.Messages, queen.AckCompleted)
+			c.acked(first, items, []int{0, 1, 2}, ack(t, c.b, items...))
+			require.NoError(t, move(c.b)) // ... the move takes effect ...
+			done()                        // ... and returns.
+
+			again := c.pop(req)
+			require.NotNil(t, again)
+			require.Equal(t, []int64{0, 1, 2}, offsets(again.res.Messages), "the group was moved back")
+			require.Equal(t, []int{1, 1, 1}, attemptsOf(again.res.Messages), "its counts started over")
+			require.Empty(t, c.errs, "the broker was right")
+
+			c.observe(again.res, again.group, again.epoch, again.restarts, false)
+			require.Len(t, c.errs, 3, "a pop after the move still holds its promise: seen twice")
+			require.Contains(t, c.errs[0], "twice with attempt 1")
+		})
+	}
+}
