@@ -87,7 +87,7 @@ type Message struct {
 	ConsumerGroup   string
 	LeaseID         string // "" for autoAck pops and fetches
 	Offset          int64  // position in the partition, from 0
-	DeliveryAttempt int    // 1 on first delivery to this group, +1 per redelivery
+	DeliveryAttempt int    // 1 on first delivery to this group, +1 per redelivery (in memory: a restart, seek or group delete starts it over)
 	CreatedAt       time.Time
 	TraceID         string
 	ProducerSub     string
