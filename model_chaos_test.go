@@ -71,17 +71,17 @@ type chaos struct {
 	world sync.RWMutex // held shared by each step; Close and reopen take it alone
 	b     *queen.Broker
 
-	mu        sync.Mutex
-	errs      []string
-	counts    map[string]int
-	epoch     map[string]int            // per queue/group: bumped as anything that may move the group back starts, and as it returns
-	moving    map[string]int            // per queue/group: how many such operations run now
-	settled   map[string]int            // group/pid/offset settled → epoch
-	settledAt map[string]int            // group/pid/offset → restarts when settled
-	attempts  map[string]map[int]bool   // group/pid/offset/epoch → attempts seen
-	letters   map[string]chaosLetterRef // letter ids seen
-	restarts  int
-	txn       atomic.Int64
+	mu       sync.Mutex
+	errs     []string
+	counts   map[string]int
+	epoch    map[string]int            // per queue/group: bumped as anything that may move the group back starts, and as it returns
+	moving   map[string]int            // per queue/group: how many such operations run now
+	settled  map[string]chaosSettled   // group/pid/offset → when settled
+	tick     int64                     // bookkeeping order: one more at each pop's start and each settle
+	attempts map[string]map[int]bool   // group/pid/offset/epoch → attempts seen
+	letters  map[string]chaosLetterRef // letter ids seen
+	restarts int
+	txn      atomic.Int64
 }
 
 type chaosLetterRef struct {
@@ -90,7 +90,7 @@ type chaosLetterRef struct {
 
 func newChaos(t *testing.T, seed uint64, disk bool) *chaos {
 	c := &chaos{t: t, seed: seed, disk: disk, clock: itest.NewClock(), counts: map[string]int{}, epoch: map[string]int{}, moving: map[string]int{},
-		settled: map[string]int{}, settledAt: map[string]int{}, attempts: map[string]map[int]bool{}, letters: map[string]chaosLetterRef{}}
+		settled: map[string]chaosSettled{}, attempts: map[string]map[int]bool{}, letters: map[string]chaosLetterRef{}}
 	c.opts = &queen.Options{Clock: c.clock, MaintenanceInterval: time.Hour, EncryptionKey: modelKey, MemoryBudget: modelBudget}
 	if disk {
 		c.dir = t.TempDir()
@@ -209,13 +209,20 @@ func (c *chaos) run(workers, steps int) {
 	}
 }
 
-type chaosHeld struct {
-	res      *queen.PopResult
-	group    string
+// chaosSettled is when a message was settled: the group's epoch, the
+// bookkeeping's tick (after the call that settled it returned) and the
+// restarts so far.
+type chaosSettled struct {
 	epoch    int
+	tick     int64
 	restarts int
-	acked    map[int]bool // message index → settled by an accepted ack
-	back     bool         // something came back: the batch is not settled as a whole
+}
+
+type chaosHeld struct {
+	popping // the pop that delivered it
+	res     *queen.PopResult
+	acked   map[int]bool // message index → settled by an accepted ack
+	back    bool         // something came back: the batch is not settled as a whole
 }
 
 var chaosQueues = []string{"c0", "c1"}
@@ -270,18 +277,41 @@ func (c *chaos) moveBack(queue, group string) (done func()) {
 // pop pops and checks what it delivered (see observe); it returns the
 // batch, or nil when nothing came.
 func (c *chaos) pop(req queen.PopRequest) *chaosHeld {
-	epoch, restarts := c.epochOf(req.Queue, req.Group), c.restartsNow()
+	p := c.startPop(req)
 	res, err := c.b.Pop(bg, req)
+	return c.endPop(p, res, err)
+}
+
+// popping is a pop under way, as the bookkeeping saw it start.
+type popping struct {
+	req      queen.PopRequest
+	epoch    int
+	restarts int
+	tick     int64
+}
+
+func (c *chaos) startPop(req queen.PopRequest) popping {
+	p := popping{req: req, epoch: c.epochOf(req.Queue, req.Group)}
+	c.mu.Lock()
+	c.tick++
+	p.tick, p.restarts = c.tick, c.restarts
+	c.mu.Unlock()
+	return p
+}
+
+// endPop checks what the pop p returned (see observe) and returns it as a
+// held batch, or nil when nothing came.
+func (c *chaos) endPop(p popping, res *queen.PopResult, err error) *chaosHeld {
 	c.check("pop", err, false)
 	if err != nil || len(res.Messages) == 0 {
 		return nil
 	}
 	c.count("pop")
-	if c.epochOf(req.Queue, req.Group) != epoch || c.restartsNow() != restarts {
-		epoch = -1 // moved meanwhile: no promise to check
+	if c.epochOf(p.req.Queue, p.req.Group) != p.epoch || c.restartsNow() != p.restarts {
+		p.epoch = -1 // moved meanwhile: no promise to check
 	}
-	c.observe(res, req.Group, epoch, restarts, req.CommitOnDelivery)
-	return &chaosHeld{res: res, group: req.Group, epoch: epoch, restarts: restarts, acked: map[int]bool{}}
+	c.observe(res, p)
+	return &chaosHeld{popping: p, res: res, acked: map[int]bool{}}
 }
 
 // acked records the answers res to acks items, of h's messages idx, and
@@ -346,7 +376,7 @@ func (c *chaos) step(r *rand.Rand, w int, helds []*chaosHeld) []*chaosHeld {
 				continue
 			}
 			st := []queen.AckStatus{queen.AckCompleted, queen.AckCompleted, queen.AckCompleted, queen.AckFailed, queen.AckRetry, queen.AckDLQ, queen.AckPark}[r.IntN(7)]
-			items = append(items, queen.AckItem{TransactionID: msg.TransactionID, PartitionID: msg.PartitionID, LeaseID: h.res.LeaseID, Group: h.group, Status: st})
+			items = append(items, queen.AckItem{TransactionID: msg.TransactionID, PartitionID: msg.PartitionID, LeaseID: h.res.LeaseID, Group: h.req.Group, Status: st})
 			idx = append(idx, k)
 		}
 		if len(items) == 0 {
@@ -472,9 +502,12 @@ func (c *chaos) restartsNow() int {
 	return c.restarts
 }
 
-// observe checks a pop: each partition in offset order, nothing settled
-// delivered again, no attempt seen twice.
-func (c *chaos) observe(res *queen.PopResult, group string, epoch, restarts int, autoAck bool) {
+// observe checks what pop p returned: each partition in offset order,
+// nothing settled before the pop started delivered again, no attempt seen
+// twice. Pops are observed in any order once they returned: one that
+// started before a message was settled may have delivered it first.
+func (c *chaos) observe(res *queen.PopResult, p popping) {
+	group, epoch, restarts := p.req.Group, p.epoch, p.restarts
 	last := map[string]int64{}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -487,11 +520,12 @@ func (c *chaos) observe(res *queen.PopResult, group string, epoch, restarts int,
 			continue
 		}
 		key := fmt.Sprintf("%s/%s/%d", groupOf(group), msg.PartitionID, msg.Offset)
-		if e, ok := c.settled[key]; ok && e == epoch {
-			c.errs = append(c.errs, fmt.Sprintf("%s/%s@%d settled by %q, delivered to it again (attempt %d, epoch %d, restarts %d, settled at restart %d)", res.Queue, msg.Partition, msg.Offset, group, msg.DeliveryAttempt, epoch, restarts, c.settledAt[key]))
+		if s, ok := c.settled[key]; ok && s.epoch == epoch && s.tick < p.tick {
+			c.errs = append(c.errs, fmt.Sprintf("%s/%s@%d settled by %q, delivered to it again (attempt %d, epoch %d, restarts %d, settled at restart %d)", res.Queue, msg.Partition, msg.Offset, group, msg.DeliveryAttempt, epoch, restarts, s.restarts))
 		}
-		if autoAck {
-			c.settled[key] = epoch
+		if p.req.CommitOnDelivery {
+			c.tick++
+			c.settled[key] = chaosSettled{epoch: epoch, tick: c.tick, restarts: restarts}
 		}
 		ak := fmt.Sprintf("%s/%d/%d", key, epoch, restarts)
 		if c.attempts[ak] == nil {
@@ -511,12 +545,12 @@ func (c *chaos) observe(res *queen.PopResult, group string, epoch, restarts int,
 func (c *chaos) settle(h *chaosHeld) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.epoch[h.res.Queue+"/"+groupOf(h.group)] != h.epoch || c.restarts != h.restarts {
+	if c.epoch[h.res.Queue+"/"+groupOf(h.req.Group)] != h.epoch || c.restarts != h.restarts {
 		return
 	}
+	c.tick++
 	for _, msg := range h.res.Messages {
-		c.settled[fmt.Sprintf("%s/%s/%d", groupOf(h.group), msg.PartitionID, msg.Offset)] = h.epoch
-		c.settledAt[fmt.Sprintf("%s/%s/%d", groupOf(h.group), msg.PartitionID, msg.Offset)] = c.restarts
+		c.settled[fmt.Sprintf("%s/%s/%d", groupOf(h.req.Group), msg.PartitionID, msg.Offset)] = chaosSettled{epoch: h.epoch, tick: c.tick, restarts: c.restarts}
 	}
 }
 

@@ -526,9 +526,37 @@ func TestModelFound_ChaosPopBeforeAMoveTakesEffect(t *testing.T) {
 			require.Equal(t, []int{1, 1, 1}, attemptsOf(again.res.Messages), "its counts started over")
 			require.Empty(t, c.errs, "the broker was right")
 
-			c.observe(again.res, again.group, again.epoch, again.restarts, false)
+			c.observe(again.res, again.popping)
 			require.Len(t, c.errs, 3, "a pop after the move still holds its promise: seen twice")
 			require.Contains(t, c.errs[0], "twice with attempt 1")
 		})
 	}
+}
+
+// TestModelFound_ChaosPopCheckedAfterALaterOne: the concurrent model test
+// also reported "settled, delivered again" for a message that a pop
+// delivered, then a later pop delivered again once the first lease ran out
+// (attempt 2) and settled, when the first pop's worker checked what it got
+// only after the second's had. The broker was right: a message settled
+// after a pop started may have been delivered by it.
+func TestModelFound_ChaosPopCheckedAfterALaterOne(t *testing.T) {
+	t.Parallel()
+	c := newChaos(t, 1, false)
+	pushN(t, c.b, "c0", "a", 1)
+	req := queen.PopRequest{Queue: "c0", Group: "g1", SubscriptionMode: queen.SubscriptionModeAll}
+
+	early := c.startPop(req)
+	res := pop(t, c.b, req)
+	require.Equal(t, []int{1}, attemptsOf(res.Messages))
+	c.clock.Advance(2 * time.Minute) // its lease runs out
+	req.CommitOnDelivery = true
+	late := c.pop(req)
+	require.NotNil(t, late)
+	require.Equal(t, []int{2}, attemptsOf(late.res.Messages), "delivered again and settled")
+	c.endPop(early, res, nil) // the first pop's worker checks only now
+	require.Empty(t, c.errs, "the broker was right")
+
+	c.observe(late.res, c.startPop(req))
+	require.NotEmpty(t, c.errs, "a pop that started after the settle still holds its promise")
+	require.Contains(t, c.errs[0], "settled by \"g1\", delivered to it again")
 }
