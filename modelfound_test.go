@@ -560,3 +560,44 @@ func TestModelFound_ChaosPopCheckedAfterALaterOne(t *testing.T) {
 	require.NotEmpty(t, c.errs, "a pop that started after the settle still holds its promise")
 	require.Contains(t, c.errs[0], "settled by \"g1\", delivered to it again")
 }
+
+// TestModelFound_RejoinedGroupKeepsItsStartOverAnOldWrite: as in
+// TestModelFound_RejoinedGroupKeepsItsStartAcrossRestart, a group is
+// deleted and joined again (mode new) while a push waits for the writer,
+// and a write of the old group's cursor (here a seek) was queued between
+// the push and the delete. The push, applied first, stores where the new
+// group starts; the old group's write then overwrote it, and the delete
+// that would have removed that was skipped for the new group's sake: after
+// a restart the group stood where the old one had been moved to and read
+// again what the new one never had (found by the concurrent model test).
+func TestModelFound_RejoinedGroupKeepsItsStartOverAnOldWrite(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	b := itest.OpenDir(t, dir, nil)
+	pushOne(t, b, "q", "p", "a", `1`)
+	pushOne(t, b, "q", "p", "b", `2`)
+	res := pop(t, b, queen.PopRequest{Queue: "q", Group: "g", SubscriptionMode: queen.SubscriptionModeAll})
+	require.Equal(t, []string{"a"}, txids(res.Messages))
+	ackAll(t, b, res.Messages, queen.AckCompleted) // g's cursor is stored at 1
+
+	inWriterOrder(t, b,
+		func() { pushOne(t, b, "q", "p", "c", `3`) },
+		func() {
+			_, err := b.SeekPartition(bg, "g", "q", "p", queen.SeekOptions{Timestamp: time.Unix(0, 0)})
+			assert.NoError(t, err)
+		},
+		func() {
+			_, err := b.DeleteGroup(bg, "g", "q", true)
+			assert.NoError(t, err)
+		},
+		func() { // g again, at the end as it stands now: before c
+			res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Group: "g", SubscriptionMode: queen.SubscriptionModeNew})
+			assert.NoError(t, err)
+			assert.Empty(t, res.Messages)
+		})
+
+	require.EqualValues(t, 2, cursorOf(t, b, "q", "p", "g").Offset, "live: g gets c")
+	require.NoError(t, b.Close())
+	b = itest.OpenDir(t, dir, nil)
+	require.EqualValues(t, 2, cursorOf(t, b, "q", "p", "g").Offset, "reopened: the same")
+}

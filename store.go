@@ -36,10 +36,13 @@ type op struct {
 	// have its metadata written before such a write, which must then leave
 	// it alone.
 	queueID string
-	// unowned, on the delete of a cursor record, skips it if a group of
-	// that name holds a stored cursor in the partition when the writer
-	// applies it: a group joined again under the name, whose cursor a push
-	// applied before this delete stored (see arrivalCursors).
+	// unowned, on the delete of a cursor record, makes it a write of the
+	// cursor that a group of that name holds, stored, in the partition
+	// when the writer applies it: a group joined again under the name,
+	// whose cursor a push applied before this delete stored (see
+	// arrivalCursors). Writes of the old group's cursor queued between the
+	// push and the delete overwrote that; the cursor as it is now replaces
+	// them (a later change of it has its own write queued after).
 	unowned bool
 	// traces, when set, deletes the stored traces of the partition's
 	// messages with these transactionIds, as the writer applies it: a
@@ -404,7 +407,7 @@ func (w *writer) write(batch []*writeReq, touched map[*partition]int64) (int64, 
 	defer txn.Discard()
 	err := func() error {
 		for _, r := range batch {
-			if err := applyOps(txn, b.skipOwnedCursors(r.ops)); err != nil {
+			if err := applyOps(txn, b.ownedCursors(r.ops)); err != nil {
 				return err
 			}
 			if r.push != nil {
@@ -606,10 +609,11 @@ func dropTraces(txn *badger.Txn, d *traceDrop) error {
 	return nil
 }
 
-// skipOwnedCursors returns ops without the cursor deletes marked unowned
-// whose cursor a live group of that name holds, stored, now (see
-// op.unowned). It copies ops only when it drops one.
-func (b *Broker) skipOwnedCursors(ops []op) []op {
+// ownedCursors returns ops with each cursor delete marked unowned whose
+// cursor a live group of that name holds, stored, now replaced by a write
+// of that cursor (see op.unowned). It copies ops only when it has such a
+// delete.
+func (b *Broker) ownedCursors(ops []op) []op {
 	if !slices.ContainsFunc(ops, func(o op) bool { return o.unowned }) {
 		return ops
 	}
@@ -622,7 +626,7 @@ func (b *Broker) skipOwnedCursors(ops []op) []op {
 				if p := b.parts[pid]; p != nil {
 					if g := p.q.groups[name]; g != nil {
 						if c := p.cursorOf(g); c != nil && c.stored {
-							continue
+							o = c.saveOp()
 						}
 					}
 				}
