@@ -290,6 +290,7 @@ type popping struct {
 	tick     int64
 }
 
+// startPop notes a pop of req about to be made.
 func (c *chaos) startPop(req queen.PopRequest) popping {
 	p := popping{req: req, epoch: c.epochOf(req.Queue, req.Group)}
 	c.mu.Lock()
