@@ -332,7 +332,12 @@ func (b *Broker) ListMessages(ctx context.Context, f MessageFilter) (*MessagePag
 				return err
 			}
 			ps := &parts[i]
-			it := txn.NewIterator(badger.IteratorOptions{Prefix: keys.MessagePrefix(ps.pid), Reverse: true, PrefetchValues: true, PrefetchSize: min(need, 100)})
+			// No PrefetchValues: going backwards, Badger starts a read ahead
+			// for each older version of a key it passes (past the prefix: a
+			// deleted letter, a rewritten cursor) and drops it, so Close does
+			// not wait for it; one still pending when the broker closes
+			// waits for the closed value log forever.
+			it := txn.NewIterator(badger.IteratorOptions{Prefix: keys.MessagePrefix(ps.pid), Reverse: true, PrefetchSize: min(need, 100)})
 			n := 0
 			for it.Seek(keys.MessageKey(ps.pid, ps.next)); it.Valid() && n < need; it.Next() {
 				_, off, ok := keys.DecodeMessageKey(it.Item().Key())
