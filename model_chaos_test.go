@@ -52,7 +52,9 @@ func TestModel_ConcurrentChaos(t *testing.T) {
 			c := newChaos(t, seed, disk)
 			c.run(workers, steps)
 			if len(c.errs) > 0 {
-				t.Fatalf("chaos (seed %d, rerun: go test -run 'TestModel_ConcurrentChaos/%s' -count=1 -model.seed=%d -model.steps=%d -model.workers=%d): %d broken promises, first:\n%s",
+				// The seed fixes each worker's choice of operations, not
+				// how the workers interleave: a rerun with it may pass.
+				t.Fatalf("chaos (seed %d; the same operations, though not their interleaving: go test -run 'TestModel_ConcurrentChaos/%s' -count=1 -model.seed=%d -model.steps=%d -model.workers=%d): %d broken promises, first:\n%s",
 					seed, name, seed, *modelSteps, *modelWorkers, len(c.errs), strings.Join(c.errs[:min(len(c.errs), 8)], "\n"))
 			}
 			t.Logf("seed %d: %v", seed, c.counts)
