@@ -406,7 +406,7 @@ func (b *Broker) readRange(pid uint64, from, end int64, limit int, fn func(int64
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = keys.MessagePrefix(pid)
 		opts.PrefetchSize = min(limit, 100)
-		opts.PrefetchValues = false // values are inline: no goroutine per item
+		opts.PrefetchValues = false // each value is read as fn needs it (through its pointer when it is in the value log)
 		it := txn.NewIterator(opts)
 		defer it.Close()
 		for it.Seek(keys.MessageKey(pid, from)); it.Valid() && limit > 0; it.Next() {
