@@ -626,12 +626,18 @@ func TestModelFound_ListMessagesLeavesNoReadBehind(t *testing.T) {
 		require.NoError(t, b.DeleteDeadLetter(bg, dl.ID))
 	}
 
+	// The count is process-wide: a timer of the broker or of Badger firing
+	// meanwhile starts one too, so the fewest of three listings counts.
 	created := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
-	metrics.Read(created)
-	before := created[0].Value.Uint64()
-	page, err := b.ListMessages(bg, queen.MessageFilter{Queue: "q", Limit: 100})
-	metrics.Read(created)
-	require.NoError(t, err)
-	require.Len(t, page.Messages, 20)
-	require.Zero(t, created[0].Value.Uint64()-before, "goroutines started by ListMessages")
+	fewest := uint64(1 << 63)
+	for range 3 {
+		metrics.Read(created)
+		before := created[0].Value.Uint64()
+		page, err := b.ListMessages(bg, queen.MessageFilter{Queue: "q", Limit: 100})
+		metrics.Read(created)
+		require.NoError(t, err)
+		require.Len(t, page.Messages, 20)
+		fewest = min(fewest, created[0].Value.Uint64()-before)
+	}
+	require.Zero(t, fewest, "goroutines started by ListMessages")
 }
