@@ -187,30 +187,51 @@ func appendRawJSON(b []byte, p json.RawMessage) []byte {
 }
 
 // rawNeedsRewrite reports whether json.Marshal would change p: whitespace
-// outside strings, or a character it escapes for HTML safety.
+// outside strings, or a character it escapes for HTML safety. p is valid
+// JSON (a stored payload).
 func rawNeedsRewrite(p []byte) bool {
-	inStr, esc := false, false
+	inStr := false
 	for i := 0; i < len(p); i++ {
-		c := p[i]
-		switch {
-		case c == '<' || c == '>' || c == '&':
-			return true
-		case c == 0xE2 && i+2 < len(p) && p[i+1] == 0x80 && (p[i+2] == 0xA8 || p[i+2] == 0xA9):
-			return true
-		case inStr:
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
+		// Skip the bytes that cannot matter in the current state.
+		if inStr {
+			for i < len(p) && !rewriteInString[p[i]] {
+				i++
 			}
-		case c == '"':
-			inStr = true
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		} else {
+			for i < len(p) && !rewriteOutside[p[i]] {
+				i++
+			}
+		}
+		if i == len(p) {
+			return false
+		}
+		switch p[i] {
+		case '<', '>', '&':
+			return true
+		case 0xE2: // U+2028 and U+2029 are E2 80 A8 and E2 80 A9
+			if i+2 < len(p) && p[i+1] == 0x80 && (p[i+2] == 0xA8 || p[i+2] == 0xA9) {
+				return true
+			}
+		case '\\': // inside a string: the escaped byte is none of the above
+			i++
+		case '"':
+			inStr = !inStr
+		default: // whitespace outside a string
 			return true
 		}
 	}
 	return false
 }
+
+// rewriteInString and rewriteOutside mark the bytes rawNeedsRewrite stops
+// at inside a string and outside one.
+var rewriteInString, rewriteOutside = func() (in, out [256]bool) {
+	for _, c := range []byte{'<', '>', '&', 0xE2, '"'} {
+		in[c], out[c] = true, true
+	}
+	in['\\'] = true
+	for _, c := range []byte{' ', '\t', '\n', '\r'} {
+		out[c] = true
+	}
+	return in, out
+}()

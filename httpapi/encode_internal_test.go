@@ -19,6 +19,7 @@ var awkwardPayloads = []string{
 	`null`, `1`, `-1.5e3`, `"s"`, `true`, `{"a":1,"b":[1,2,{"c":null}]}`, `{ "a" : 1 }`, "[1,\n2,\t3]\r\n",
 	`"a < b && c > d"`, `{"k":"\u003c"}`, `{"k":"\\\"\n"}`, "\"line\u2028sep\"", `"with space inside"`,
 	`"a<b"`, `">"`, `{"s":"x\\"}`, `{"s":"\"quoted\" words"}`, "\"bad\xffutf8\"", `[]`, `{}`,
+	`"a\" b"`, `{"s":"x\\\" y","t":"\\"}`,
 }
 
 func TestEncode_PopReplyMatchesEncodingJSON(t *testing.T) {
@@ -97,4 +98,14 @@ func FuzzEncode_PopMessage(f *testing.F) {
 			t.Fatalf("got  %s\nwant %s", got, want)
 		}
 	})
+}
+
+func BenchmarkRawNeedsRewrite(b *testing.B) {
+	p := []byte(`{"orderId":"ord-2041-000123","customer":{"id":"c-981","name":"Ada Lovelace","tier":"gold"},"items":[{"sku":"A-1","qty":2,"price":19.5},{"sku":"B-7","qty":1,"price":5}],"note":"leave at the door, ring twice","ts":1764590400123}`)
+	b.SetBytes(int64(len(p)))
+	for b.Loop() {
+		if rawNeedsRewrite(p) {
+			b.Fatal("compact payload reported as needing a rewrite")
+		}
+	}
 }
