@@ -59,11 +59,14 @@ type fields struct {
 // kind is the JSON type of a raw value: one of `"`, `t` (boolean), `n`
 // (null), `{`, `[`, or `0` (number).
 func kind(raw json.RawMessage) byte {
-	raw = bytes.TrimLeft(raw, " \t\r\n")
-	if len(raw) == 0 {
+	i := 0
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\r' || raw[i] == '\n') {
+		i++ // not bytes.TrimLeft: its cutset is made anew on every call
+	}
+	if i == len(raw) {
 		return 'n'
 	}
-	switch c := raw[0]; c {
+	switch c := raw[i]; c {
 	case '"', '{', '[', 'n':
 		return c
 	case 't', 'f':

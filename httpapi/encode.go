@@ -161,7 +161,7 @@ func appendUsTime(b []byte, t usTime) []byte {
 // goes through encoding/json.
 func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !plainInString[s[i]] {
 			q, _ := json.Marshal(s) // a string always marshals
 			return append(b, q...)
 		}
@@ -170,6 +170,18 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, s...)
 	return append(b, '"')
 }
+
+// plainInString marks the bytes json.Marshal copies into a string as they
+// are: printable ASCII but for ", \, <, > and &.
+var plainInString = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = true
+	}
+	for _, c := range []byte{'"', '\\', '<', '>', '&'} {
+		t[c] = false
+	}
+	return t
+}()
 
 // appendRawJSON appends a stored payload (payload() has turned an empty
 // one into null) as json.Marshal writes a json.RawMessage: compacted, with

@@ -11,7 +11,7 @@ import (
 // awkwardStrings are strings json.Marshal escapes or rewrites.
 var awkwardStrings = []string{
 	"", "plain", "with space", `quote"`, `back\slash`, "<tag>&amp;", "ctl\x00\x01\n\t\r", "é ünïcode", "line\u2028sep\u2029",
-	"bad\xffutf8", "\x7f", "emoji 😀",
+	"bad\xffutf8", "\x7f", "emoji 😀", "a<b", "a>b", "a&b",
 }
 
 // awkwardPayloads are valid JSON values as a Go caller may have pushed them.
