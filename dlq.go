@@ -358,7 +358,7 @@ func (b *Broker) listLetters(kind byte, f LetterFilter) (*LetterPage, error) {
 	}
 	var all []entry
 	err := b.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kind}, PrefetchValues: true, PrefetchSize: 100})
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kind}, PrefetchSize: 100}) // no PrefetchValues: a goroutine per item
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			var e entry

@@ -56,7 +56,7 @@ func (b *Broker) load() error {
 }
 
 func scan(txn *badger.Txn, prefix []byte, fn func(k, v []byte) error) error {
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 100})
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchSize: 100}) // no PrefetchValues: a goroutine per item
 	defer it.Close()
 	for it.Rewind(); it.Valid(); it.Next() {
 		item := it.Item()
@@ -108,12 +108,19 @@ func (b *Broker) loadPartitions(txn *badger.Txn, dead map[uint64]bool) error {
 			return err
 		}
 		b.parts[pid] = p
-		q.parts[m.Name] = p
 		q.addPart(p) // keys run in pid order
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	for _, q := range b.queues {
+		// Made once the count is known: a map grown one name at a time is
+		// rehashed again and again (a quarter of Open with 1M partitions).
+		q.parts = make(map[string]*partition, len(q.order))
+		for _, p := range q.order {
+			q.parts[p.name] = p
+		}
 	}
 	b.loadNext(txn)
 	for _, p := range b.parts {
