@@ -152,6 +152,7 @@ func BenchmarkBroker_InMemoryOpen(b *testing.B) {
 	b.ReportMetric(perRun, "heap-MiB/100brokers")
 }
 
+// liveHeap is the live Go heap after two full collections, bytes.
 func liveHeap() int64 {
 	runtime.GC()
 	runtime.GC()

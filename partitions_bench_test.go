@@ -3,7 +3,6 @@ package queen_test
 import (
 	"context"
 	"flag"
-	"runtime"
 	"strconv"
 	"testing"
 
@@ -32,12 +31,7 @@ func benchManyStore(b *testing.B) string {
 }
 
 // heapMiB is the live Go heap after a full collection, MiB.
-func heapMiB() float64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return float64(ms.HeapAlloc) / (1 << 20)
-}
+func heapMiB() float64 { return float64(liveHeap()) / (1 << 20) }
 
 // BenchmarkOpen_1MPartitions opens a store holding one queue with
 // -bench.parts partitions of one message each (and no group): ns/op is
