@@ -329,7 +329,31 @@ type job struct {
 	leaseID string
 	next    int        // index of the next message to start
 	cur     []*Message // being handled
+
+	// A lane's accepted messages whose ack is not written yet (under
+	// run.mu): queued waits for the next AckBatch, sending is in the one
+	// being written. See run.accepted.
+	queued   []handled
+	sending  []handled
+	flushing bool        // an AckBatch of the lane is being written
+	timer    *time.Timer // starts the first AckBatch of queued
 }
+
+// handled is a message the loop has a result for, waiting to be acked.
+type handled struct {
+	m   *Message
+	err error         // the handler's result
+	ran bool          // the handler ran on m
+	d   time.Duration // how long the handler took
+}
+
+// ackLinger is how long a lane's first accepted message waits for its ack
+// to be sent, so that those accepted after it within that time share one
+// AckBatch (one commit, one fsync) with it. While a lane's AckBatch is
+// being written, the messages accepted meanwhile wait for it and then go
+// together in the next one: a lane never has two acks in flight, so its
+// acks are written in order, and its handler never waits for one.
+const ackLinger = time.Millisecond
 
 // run is one execution of a Consumer.
 type run struct {
@@ -550,6 +574,12 @@ func (r *run) abandon() {
 	r.abandoned = true
 	var left []*Message
 	for j := range r.current {
+		for _, h := range j.sending {
+			left = append(left, h.m)
+		}
+		for _, h := range j.queued {
+			left = append(left, h.m)
+		}
 		left = append(left, j.cur...)
 		left = append(left, j.msgs[j.next:]...)
 	}
@@ -735,8 +765,10 @@ func (r *run) leaseDone(j *job) {
 
 // runLane handles one partition's messages in order, stopping at the
 // first one no longer leased to the loop (its failure gave the rest back,
-// or the lease was lost).
+// or the lane's lease was lost). Before it returns, the acks of what it
+// accepted are written.
 func (r *run) runLane(j *job) {
+	defer r.flushAcks(j)
 	for {
 		r.stopIfInterrupted()
 		r.mu.Lock()
@@ -748,6 +780,9 @@ func (r *run) runLane(j *job) {
 			rest := j.msgs[j.next:]
 			j.next = len(j.msgs)
 			r.mu.Unlock()
+			// What was accepted is acked before the rest is given back:
+			// giving back releases the partition.
+			r.flushAcks(j)
 			r.giveBack(rest)
 			return
 		}
@@ -770,7 +805,12 @@ func (r *run) runLane(j *job) {
 		j.cur = []*Message{msg}
 		rest := j.msgs[j.next:]
 		r.mu.Unlock()
-		back := r.handle(j.cur, rest)
+		var back bool
+		if r.userSettles {
+			back = r.handle(j.cur, rest)
+		} else {
+			back = r.handleInLane(j, msg, rest)
+		}
 		r.mu.Lock()
 		j.cur = nil
 		if back {
@@ -782,6 +822,101 @@ func (r *run) runLane(j *job) {
 			r.reportReleased(rest)
 			return
 		}
+	}
+}
+
+// handleInLane runs the handler on msg, one of lane j's, when the loop
+// acks by itself. An accepted message joins the lane's next AckBatch and
+// the lane goes on at once; any other result is acked now, in one AckBatch
+// behind the lane's accepted messages not yet acked, so the lane's acks
+// keep its order. It reports whether rest comes back (see handle).
+func (r *run) handleInLane(j *job, msg *Message, rest []*Message) (back bool) {
+	if _, err := msg.Decode(); err != nil { // parked before the handler runs
+		r.settle(append(r.takeAcks(j), handled{m: msg, err: Park(&DecodeError{Type: "map[string]any", Err: err})}), nil)
+		return false
+	}
+	start := time.Now()
+	err := r.call(j.cur)
+	d := time.Since(start)
+	r.mu.Lock()
+	abandoned := r.abandoned
+	r.mu.Unlock()
+	if abandoned {
+		r.report(j.cur, decision{outcome: OutcomeDiscarded}, err, true, nil, nil, d)
+		return false
+	}
+	if err == nil {
+		r.accepted(j, handled{m: msg, ran: true, d: d})
+		return false
+	}
+	if r.interrupted() {
+		r.requestStop() // see handle
+	}
+	return r.settle(append(r.takeAcks(j), handled{m: msg, err: err, ran: true, d: d}), rest)
+}
+
+// accepted queues h, accepted, for lane j's next AckBatch: the one being
+// written takes it when it is done, or else a timer sends it after
+// ackLinger.
+func (r *run) accepted(j *job, h handled) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	j.queued = append(j.queued, h)
+	if j.flushing || j.timer != nil {
+		return
+	}
+	var t *time.Timer
+	t = time.AfterFunc(ackLinger, func() { r.sendAcks(j, t) })
+	j.timer = t
+}
+
+// sendAcks writes lane j's queued acks, one AckBatch after another, until
+// none is queued; t is the timer that called it, if any.
+func (r *run) sendAcks(j *job, t *time.Timer) {
+	r.mu.Lock()
+	if t != nil && j.timer == t {
+		j.timer = nil
+	}
+	if j.flushing {
+		r.mu.Unlock()
+		return
+	}
+	j.flushing = true
+	for len(j.queued) > 0 {
+		batch := j.queued
+		j.sending, j.queued = batch, nil
+		r.mu.Unlock()
+		r.settle(batch, nil)
+		r.mu.Lock()
+		j.sending = nil
+	}
+	j.flushing = false
+	r.cond.Broadcast()
+	r.mu.Unlock()
+}
+
+// takeAcks waits for lane j's AckBatch being written, if any, and takes
+// the acks queued, which the caller then writes itself.
+func (r *run) takeAcks(j *job) []handled {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if j.timer != nil {
+		j.timer.Stop()
+		j.timer = nil
+	}
+	for j.flushing {
+		r.cond.Wait()
+	}
+	q := j.queued
+	j.queued = nil
+	return q
+}
+
+// flushAcks writes lane j's queued acks and returns once none is left
+// being written.
+func (r *run) flushAcks(j *job) {
+	if q := r.takeAcks(j); len(q) > 0 {
+		r.settle(q, nil)
 	}
 }
 
@@ -825,7 +960,7 @@ func (r *run) handle(msgs, rest []*Message) (back bool) {
 	ok := msgs[:0:0]
 	for _, m := range msgs {
 		if _, err := m.Decode(); err != nil { // parked before the handler runs
-			r.settle([]*Message{m}, Park(&DecodeError{Type: "map[string]any", Err: err}), false, 0, nil)
+			r.settle([]handled{{m: m, err: Park(&DecodeError{Type: "map[string]any", Err: err})}}, nil)
 			continue
 		}
 		ok = append(ok, m)
@@ -852,7 +987,11 @@ func (r *run) handle(msgs, rest []*Message) (back bool) {
 	if r.userSettles {
 		return r.userSettle(ok, err, d, rest)
 	}
-	return r.settle(ok, err, true, d, rest)
+	hs := make([]handled, len(ok))
+	for i, m := range ok {
+		hs[i] = handled{m: m, err: err, ran: true, d: d}
+	}
+	return r.settle(hs, rest)
 }
 
 // call runs the handler, turning a panic into a *PanicError.
@@ -900,7 +1039,7 @@ func (r *run) userSettle(msgs []*Message, herr error, d time.Duration, rest []*M
 			err = herr
 		}
 		if err != nil && r.h.leaseState(m) == leaseHeld {
-			back = r.settle([]*Message{m}, err, true, d, rest) || back
+			back = r.settle([]handled{{m: m, err: err, ran: true, d: d}}, rest) || back
 			continue
 		}
 		r.report([]*Message{m}, decision{outcome: OutcomeHandled}, herr, true, nil, nil, d)

@@ -176,15 +176,16 @@ func (r *run) decide(msg *Message, err error) decision {
 	return decision{status: AckFailed, text: text, outcome: OutcomeRetried}
 }
 
-// settle acks msgs from the handler's result herr. rest are the messages
-// of the lane behind msgs (nil for batches); settle reports whether they
-// come back.
-func (r *run) settle(msgs []*Message, herr error, handled bool, d time.Duration, rest []*Message) (back bool) {
-	items := make([]AckItem, len(msgs))
-	decs := make([]decision, len(msgs))
+// settle acks each of hs from its handler's result, in one AckBatch, in
+// order. rest are the messages of the lane behind the last of hs (nil for
+// batches); settle reports whether they come back.
+func (r *run) settle(hs []handled, rest []*Message) (back bool) {
+	items := make([]AckItem, len(hs))
+	decs := make([]decision, len(hs))
 	giving := false
-	for i, m := range msgs {
-		decs[i] = r.decide(m, herr)
+	for i, h := range hs {
+		m := h.m
+		decs[i] = r.decide(m, h.err)
 		items[i] = AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: m.LeaseID,
 			Group: r.ackGroup, Status: decs[i].status, Error: decs[i].text, Delay: decs[i].delay}
 		giving = giving || decs[i].status == AckFailed || decs[i].status == AckRetry
@@ -194,9 +195,9 @@ func (r *run) settle(msgs []*Message, herr error, handled bool, d time.Duration,
 	var marked []*Message
 	if giving {
 		marked = append(marked, rest...)
-		for i, m := range msgs {
+		for i, h := range hs {
 			if decs[i].unused {
-				marked = append(marked, m)
+				marked = append(marked, h.m)
 			}
 		}
 		for _, m := range marked {
@@ -215,7 +216,7 @@ func (r *run) settle(msgs []*Message, herr error, handled bool, d time.Duration,
 			r.requestStop()
 		}
 	}
-	for i, m := range msgs {
+	for i, h := range hs {
 		dec := decs[i]
 		var ackErr error
 		switch {
@@ -234,12 +235,12 @@ func (r *run) settle(msgs []*Message, herr error, handled bool, d time.Duration,
 		if ackErr == nil {
 			switch dec.outcome {
 			case OutcomeAccepted, OutcomeDeadLettered, OutcomeParked:
-				r.h.loops().forget(m)
+				r.h.loops().forget(h.m)
 			default:
 				back = true
 			}
 		}
-		r.report([]*Message{m}, dec, herr, handled, ackErr, &items[i], d)
+		r.report([]*Message{h.m}, dec, h.err, h.ran, ackErr, &items[i], h.d)
 	}
 	if !back {
 		for _, m := range marked {

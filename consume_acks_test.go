@@ -1,0 +1,192 @@
+package queen_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/queenlite/queen"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
+	"github.com/stretchr/testify/require"
+)
+
+// How the consume loop writes its acks: a lane's accepted messages share
+// AckBatch calls, the handler never waits for an ack, and the acks of a
+// lane stay in its order behind failures and stops.
+
+// ackCalls counts, through the Observer, the ack calls that completed
+// messages (one EventAck per call, queue, group and status) and how many
+// each completed. gate, when set, runs inside the first such call, after
+// its commit and before it returns.
+type ackCalls struct {
+	mu    sync.Mutex
+	sizes []int
+	gate  func()
+	once  sync.Once
+}
+
+func (a *ackCalls) Observe(e queen.Event) {
+	if e.Kind != queen.EventAck || e.Status != queen.AckCompleted {
+		return
+	}
+	a.mu.Lock()
+	a.sizes = append(a.sizes, e.Count)
+	gate := a.gate
+	a.mu.Unlock()
+	if gate != nil {
+		a.once.Do(gate)
+	}
+}
+
+func (a *ackCalls) list() []int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]int(nil), a.sizes...)
+}
+
+// observed runs fn on an in-memory broker and on one in a directory, each
+// with an Observer of its own.
+func observed(t *testing.T, fn func(t *testing.T, b *queen.Broker, calls *ackCalls)) {
+	for _, disk := range []bool{false, true} {
+		name := map[bool]string{false: "memory", true: "disk"}[disk]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			calls := &ackCalls{}
+			opts := &queen.Options{Observer: calls}
+			if !disk {
+				fn(t, queentest.NewBroker(t, opts), calls)
+				return
+			}
+			opts.Durability = queen.SyncNever
+			fn(t, itest.OpenDir(t, t.TempDir(), opts), calls)
+		})
+	}
+}
+
+func TestConsume_LaneAcksShareAckBatches(t *testing.T) {
+	t.Parallel()
+	observed(t, func(t *testing.T, b *queen.Broker, calls *ackCalls) {
+		lastSeen := make(chan struct{})
+		// The first ack call is held until the handler has seen the lane's
+		// last message: a loop that waited for each ack before the next
+		// message would never get there (the wait gives up after `within`
+		// and the count below then fails).
+		calls.mu.Lock()
+		calls.gate = func() { await(lastSeen) }
+		calls.mu.Unlock()
+		pushTo(t, b, "lane", "p", numbered(100)...)
+		var seen atomic.Int64
+		col := newCollector()
+		err := b.Queue("lane").Group("g").SubscriptionMode(queen.SubscriptionModeAll).Batch(100).Concurrency(1).Each().Limit(100).
+			Consume(context.Background(), func(ctx context.Context, msg *queen.Message) error {
+				if seen.Add(1) == 100 {
+					close(lastSeen)
+				}
+				return nil
+			}).OnSettled(col.add).Execute(context.Background())
+		require.NoError(t, err)
+		sizes := calls.list()
+		total := 0
+		for _, n := range sizes {
+			total += n
+		}
+		require.Equal(t, 100, total, "ack calls %v", sizes)
+		require.LessOrEqual(t, len(sizes), 2, "100 accepted messages of one lane were acked in %d calls: %v", len(sizes), sizes)
+		require.Len(t, col.list(), 100)
+		for _, s := range col.list() {
+			require.Equal(t, queen.OutcomeAccepted, s.Outcome)
+			require.NoError(t, s.AckErr)
+		}
+		require.EqualValues(t, 100, cursorOf(t, b, "lane", "p", "g").Offset)
+	})
+}
+
+func TestConsume_SlowHandlerDoesNotHoldEarlierAcks(t *testing.T) {
+	t.Parallel()
+	observed(t, func(t *testing.T, b *queen.Broker, calls *ackCalls) {
+		acked := make(chan struct{})
+		calls.mu.Lock()
+		calls.gate = func() { close(acked) }
+		calls.mu.Unlock()
+		pushTo(t, b, "slow", "p", numbered(3)...)
+		var f faults
+		err := b.Queue("slow").Group("g").SubscriptionMode(queen.SubscriptionModeAll).Batch(3).Each().Limit(3).
+			Consume(context.Background(), func(ctx context.Context, msg *queen.Message) error {
+				if msg.Offset == 1 {
+					// Message 0 was accepted: its ack is written while
+					// this handler runs, not when the lane ends.
+					f.check(await(acked), "message 0 not acked while message 1's handler ran")
+				}
+				return nil
+			}).Execute(context.Background())
+		require.NoError(t, err)
+		f.none(t)
+		require.Equal(t, 1, calls.list()[0], "the first ack call holds message 0 alone")
+		require.EqualValues(t, 3, cursorOf(t, b, "slow", "p", "g").Offset)
+	})
+}
+
+func TestConsume_FailureAcksAcceptedMatesFirst(t *testing.T) {
+	t.Parallel()
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+		configure(t, b, "mates", 5)
+		pushTo(t, b, "mates", "p", numbered(6)...)
+		var mu sync.Mutex
+		var seen []int64
+		err := b.Queue("mates").Group("g").SubscriptionMode(queen.SubscriptionModeAll).Batch(6).Each().Limit(7).
+			Consume(context.Background(), func(ctx context.Context, msg *queen.Message) error {
+				mu.Lock()
+				seen = append(seen, msg.Offset)
+				mu.Unlock()
+				if msg.Offset == 3 && msg.DeliveryAttempt == 1 {
+					return errors.New("not yet")
+				}
+				return nil
+			}).Execute(context.Background())
+		require.NoError(t, err)
+		// 0-2 accepted and never seen again; 3 fails, 4 and 5 come back
+		// behind it, in order.
+		require.Equal(t, []int64{0, 1, 2, 3, 3, 4, 5}, seen)
+		require.EqualValues(t, 6, cursorOf(t, b, "mates", "p", "g").Offset)
+	})
+}
+
+func TestConsume_StopAcksAcceptedBeforeGivingBack(t *testing.T) {
+	t.Parallel()
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+		configure(t, b, "stop", 5)
+		pushTo(t, b, "stop", "p", numbered(6)...)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		col := newCollector()
+		err := b.Queue("stop").Group("g").SubscriptionMode(queen.SubscriptionModeAll).Batch(6).Each().
+			Consume(ctx, func(_ context.Context, msg *queen.Message) error {
+				if msg.Offset == 1 {
+					cancel() // the loop stops after this message
+				}
+				return nil
+			}).OnSettled(col.add).Execute(ctx)
+		require.NoError(t, err)
+		var accepted, released []int64
+		for _, s := range col.list() {
+			switch s.Outcome {
+			case queen.OutcomeAccepted:
+				require.NoError(t, s.AckErr)
+				accepted = append(accepted, s.Message.Offset)
+			case queen.OutcomeReleased:
+				require.NoError(t, s.AckErr)
+				released = append(released, s.Message.Offset)
+			}
+		}
+		require.Equal(t, []int64{0, 1}, accepted)
+		require.Equal(t, []int64{2, 3, 4, 5}, released)
+		// 0 and 1 stay settled; the rest comes back at once, its first
+		// delivery given back without spending a retry.
+		res := pop(t, b, queen.PopRequest{Queue: "stop", Group: "g", Batch: 10})
+		require.Equal(t, []int64{2, 3, 4, 5}, offsets(res.Messages))
+		require.Zero(t, cursorOf(t, b, "stop", "p", "g").Retries)
+	})
+}
