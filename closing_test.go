@@ -355,7 +355,9 @@ func raceClose(t *testing.T, disk bool) {
 		} else {
 			ran.Add(1)
 		}
-		done.Go(func() {
+		done.Add(1)
+		go func() {
+			defer done.Done()
 			first := true
 			for n := 0; ; n++ {
 				err := c.run(bg, f)
@@ -376,7 +378,7 @@ func raceClose(t *testing.T, disk bool) {
 					return
 				}
 			}
-		})
+		}()
 	}
 	ran.Wait()
 	itest.AwaitWaiting(t, b, waiting)
@@ -411,7 +413,9 @@ func TestClose_WritesRacingCloseGetErrClosed(t *testing.T) {
 			var wg sync.WaitGroup
 			var writes atomic.Int64
 			for w := range 8 {
-				wg.Go(func() {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
 					for {
 						m, err := pushPop(bg, b, fmt.Sprint("w", w), "")
 						if err == nil {
@@ -425,7 +429,7 @@ func TestClose_WritesRacingCloseGetErrClosed(t *testing.T) {
 						}
 						writes.Add(1)
 					}
-				})
+				}()
 			}
 			for writes.Load() < 8 {
 				time.Sleep(time.Millisecond)

@@ -81,7 +81,8 @@ func TestAck_ConcurrentAcksShareOneCommit(t *testing.T) {
 	<-held
 	var wg sync.WaitGroup
 	for _, m := range msgs[:n] {
-		wg.Go(func() { ack(m, errs) })
+		wg.Add(1)
+		go func() { defer wg.Done(); ack(m, errs) }()
 	}
 	for queued() != n { // the acks reach the writer's queue
 		runtime.Gosched()

@@ -52,7 +52,9 @@ func TestConcurrency_PerPartitionOrderUnderChaos(t *testing.T) {
 
 		var pushers sync.WaitGroup
 		for w := 0; w < 4; w++ {
-			pushers.Go(func() {
+			pushers.Add(1)
+			go func() {
+				defer pushers.Done()
 				for i := 0; i < perPart; i++ {
 					for p := w; p < partitions; p += 4 {
 						_, err := b.Push(bg, []queen.PushItem{{Queue: "chaos", Partition: fmt.Sprint("p", p), Payload: []byte(fmt.Sprint(i))}})
@@ -61,7 +63,7 @@ func TestConcurrency_PerPartitionOrderUnderChaos(t *testing.T) {
 						}
 					}
 				}
-			})
+			}()
 		}
 
 		var settled atomic.Int64
@@ -69,7 +71,9 @@ func TestConcurrency_PerPartitionOrderUnderChaos(t *testing.T) {
 		var workersWG sync.WaitGroup
 		for w := 0; w < workers; w++ {
 			rng := rand.New(rand.NewPCG(uint64(w), 42))
-			workersWG.Go(func() {
+			workersWG.Add(1)
+			go func() {
+				defer workersWG.Done()
 				for {
 					select {
 					case <-done:
@@ -137,7 +141,7 @@ func TestConcurrency_PerPartitionOrderUnderChaos(t *testing.T) {
 						model.Unlock()
 					}
 				}
-			})
+			}()
 		}
 		// The clock moves now and then, expiring abandoned (and some slow) leases.
 		deadline := time.Now().Add(60 * time.Second)

@@ -150,7 +150,8 @@ func (s *consumerSet) closeAll(timeout time.Duration) error {
 	errs := make([]error, len(all))
 	var wg sync.WaitGroup
 	for i, d := range all {
-		wg.Go(func() { errs[i] = d.drain(deadline, nil) })
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = d.drain(deadline, nil) }()
 	}
 	wg.Wait()
 	return errors.Join(errs...)

@@ -272,14 +272,16 @@ func TestLimits_TenThousandParkedLongPolls(t *testing.T) {
 		if i%2 == 1 {
 			req.Queue = fmt.Sprint("unknown", i%10) // waits for the queue to exist
 		}
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			res, err := b.Pop(context.Background(), req)
 			r := result{err: err}
 			if res != nil {
 				r.msgs = len(res.Messages)
 			}
 			results <- r
-		})
+		}()
 	}
 	itest.AwaitWaiting(t, b, n)
 	runtime.GC()

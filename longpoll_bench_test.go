@@ -52,10 +52,12 @@ func BenchmarkParkedLongPoll(b *testing.B) {
 			var wg sync.WaitGroup
 			errs := make(chan error, b.N)
 			for range b.N {
-				wg.Go(func() {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
 					_, err := broker.Pop(context.Background(), req)
 					errs <- err
-				})
+				}()
 			}
 			itest.AwaitWaiting(b, broker, b.N)
 			b.StopTimer()

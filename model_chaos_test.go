@@ -583,7 +583,8 @@ func (c *chaos) letterOp(r *rand.Rand, qn string) {
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
 		for k := range 2 {
-			wg.Go(func() { errs[k] = del(bg, id) })
+			wg.Add(1)
+			go func() { defer wg.Done(); errs[k] = del(bg, id) }()
 		}
 		wg.Wait()
 		for _, err := range errs {
@@ -785,7 +786,9 @@ func (c *chaos) finish() {
 	// Close while calls run: they may only fail with ErrClosed.
 	var wg sync.WaitGroup
 	for w := range 4 {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			defer func() {
 				if r := recover(); r != nil {
 					c.failf("call racing Close panicked: %v", r)
@@ -796,7 +799,7 @@ func (c *chaos) finish() {
 			for range 40 {
 				helds = c.stepClosing(r, helds)
 			}
-		})
+		}()
 	}
 	time.Sleep(time.Millisecond)
 	if err := c.b.Close(); err != nil {

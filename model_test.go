@@ -226,7 +226,8 @@ func (m *model) run(steps, workers int) {
 	var wg sync.WaitGroup
 	for w := range workers {
 		rng := rand.New(rand.NewPCG(m.seed, uint64(w+1)))
-		wg.Go(func() { m.worker(w, rng, steps) })
+		wg.Add(1)
+		go func() { defer wg.Done(); m.worker(w, rng, steps) }()
 	}
 	wg.Wait()
 	if m.failed() {

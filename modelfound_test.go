@@ -406,10 +406,12 @@ func inWriterOrder(t *testing.T, b *queen.Broker, steps ...func()) {
 	t.Helper()
 	held, queued, release := queen.HoldCommitsForTest(b)
 	var wg sync.WaitGroup
-	wg.Go(func() { pushOne(t, b, "other", "", "blocker", `0`) })
+	wg.Add(1)
+	go func() { defer wg.Done(); pushOne(t, b, "other", "", "blocker", `0`) }()
 	<-held // the writer waits in front of the blocker's commit
 	for i, step := range steps {
-		wg.Go(step)
+		wg.Add(1)
+		go func() { defer wg.Done(); step() }()
 		require.Eventually(t, func() bool { return queued() == i+1 }, 10*time.Second, time.Millisecond)
 	}
 	release()

@@ -46,7 +46,9 @@ func startQueen(tb testing.TB, env ...string) string {
 	logs := &itest.LogBuffer{}
 	port := make(chan string, 1)
 	var wg sync.WaitGroup
-	wg.Go(func() {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			line := sc.Text()
@@ -56,7 +58,7 @@ func startQueen(tb testing.TB, env ...string) string {
 			}
 		}
 		_, _ = io.Copy(io.Discard, stderr)
-	})
+	}()
 	exited := make(chan error, 1)
 	go func() {
 		wg.Wait() // stderr is read to its end before Wait closes it

@@ -1,6 +1,6 @@
 module github.com/queenlite/queen/contrib/queenprom
 
-go 1.26.8
+go 1.24.0
 
 require (
 	github.com/queenlite/queen v0.0.0

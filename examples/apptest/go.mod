@@ -1,6 +1,6 @@
 module example.com/apptest
 
-go 1.26.8
+go 1.24.0
 
 require (
 	github.com/prometheus/client_golang v1.23.2

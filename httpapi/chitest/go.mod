@@ -1,6 +1,6 @@
 module github.com/queenlite/queen/httpapi/chitest
 
-go 1.26.8
+go 1.24.0
 
 replace github.com/queenlite/queen => ../..
 
