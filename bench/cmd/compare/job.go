@@ -19,7 +19,7 @@ import (
 // Job is one measurement, run in a child process so that its peak RSS is
 // its own and one system's garbage never slows another.
 type Job struct {
-	Kind       string        `json:"kind"` // push, preload, drain, fanout, order, idle, latency, httppush, httppop, httpone, pushdrain
+	Kind       string        `json:"kind"` // push, preload, drain, fanout, order, idle, latency, httppush, httppop, httpone, pushdrain, loop
 	System     string        `json:"system"`
 	Sync       bool          `json:"sync"`
 	Dir        string        `json:"dir"`
@@ -74,6 +74,7 @@ type Result struct {
 	PeakHeap     int64   `json:"peakHeap,omitempty"` // sampled Go heap objects, bytes
 	Mem          MemPeak `json:"mem"`                // the process at its peak RSS
 	RSSKB        int64   `json:"-"`                  // filled by the parent from rusage
+	Round        int     `json:"-"`                  // filled by the parent: the round it was measured in
 	Wall         float64
 }
 
@@ -119,6 +120,9 @@ func runChild(spec string) {
 }
 
 func runJob(j *Job) (Result, error) {
+	if j.Kind == "loop" {
+		return runLoopJob(j) // scenario 10: systems queen[+each|+batch], http[+each|+batch]
+	}
 	if j.Kind == "idle" {
 		// Scenario 6: "queen" runs the busy partitions alone, "queen+idle"
 		// beside j.Idle idle ones.

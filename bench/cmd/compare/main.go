@@ -69,6 +69,9 @@ type config struct {
 	baseBin     string
 	memN        int
 	budgets     []int
+	loopN       int
+	loopParts   int
+	loopBatches []int
 }
 
 func main() {
@@ -79,6 +82,9 @@ func main() {
 	flag.IntVar(&c.backlog, "backlog", 0, "preloaded backlog for scenarios 3 and 4 (default 1000000; quick 30000); scenarios 6 and 8 use half")
 	flag.IntVar(&c.orderN, "order-n", 0, "messages in scenario 5 (default 200000; quick 10000)")
 	flag.IntVar(&c.memN, "mem-n", 0, "messages pushed then drained in scenario 9 (default 300000; quick 20000)")
+	flag.IntVar(&c.loopN, "loop-n", 0, "backlog drained by each row of scenario 10 (default 40000; quick 1000)")
+	flag.IntVar(&c.loopParts, "loop-partitions", 16, "partitions of scenario 10's backlog")
+	loopBatches := flag.String("loop-batches", "10,100", "pop batches of scenario 10 (comma list): one row each")
 	flag.IntVar(&c.payload, "payload", 256, "payload size in bytes")
 	prods := flag.String("producers", "1,64", "concurrent producers for scenario 1 (comma list)")
 	prods2 := flag.String("producers-batch", "1,4", "concurrent producers for scenario 2 (comma list)")
@@ -95,7 +101,7 @@ func main() {
 	flag.DurationVar(&c.maxTime, "max-time", 0, "time cap of one measured phase (default 4s; quick 0.5s); a capped row measures what it did")
 	flag.IntVar(&c.rounds, "rounds", 0, "rounds per row, systems alternating; the median is reported (default 3; quick 1)")
 	dur := flag.String("durability", "both", "sync (fsync per commit; JetStream sync_interval: always), nosync (JetStream default), or both")
-	scen := flag.String("scenarios", "1,2,3,4,5,6,7,8,9", "scenarios to run")
+	scen := flag.String("scenarios", "1,2,3,4,5,6,7,8,9,10", "scenarios to run")
 	sys := flag.String("systems", "queen,jetstream,badger,http,server,server-pushes", "systems to run (http: scenario 8 through httpapi in process; server: scenario 8 against cmd/queen in its own process, server-base too with -base-bin; server-pushes: cmd/queen with -durability pushes, in the fsync rows of scenario 8 pop+ack; queen-tuned: queen with the -badger-* options, an experiment)")
 	flag.StringVar(&c.dir, "dir", "", "work directory (default: a new temporary directory)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory")
@@ -122,6 +128,9 @@ func main() {
 		fatal(err)
 	}
 	if c.producers2, err = intList(*prods2); err != nil {
+		fatal(err)
+	}
+	if c.loopBatches, err = intList(*loopBatches); err != nil {
 		fatal(err)
 	}
 	if strings.TrimSpace(*budgets) != "" {
@@ -172,6 +181,7 @@ func (c *config) defaults() {
 	pick(&c.backlog, 1000000, 30000)
 	pick(&c.orderN, 200000, 10000)
 	pick(&c.memN, 300000, 20000)
+	pick(&c.loopN, 40000, 1000)
 	pick(&c.idle, 100000, 10000)
 	pick(&c.httpN, 100000, 10000)
 	pick(&c.rounds, 3, 1)
@@ -220,7 +230,7 @@ func durName(sync bool) string {
 // row is one line group of the table: one scenario variant at one
 // durability, measured on several systems.
 type row struct {
-	scen    string // "1".."8"
+	scen    string // "1".."10"
 	title   string
 	sync    bool
 	systems []string
@@ -244,7 +254,7 @@ func (c *config) rows() []*row {
 		}
 		var sys []string
 		for _, s := range systems {
-			if c.systems[strings.TrimSuffix(s, "+idle")] || strings.HasPrefix(s, "queen@") {
+			if base, _, _ := strings.Cut(s, "+"); c.systems[base] || strings.HasPrefix(s, "queen@") { // queen+idle, http+each: a variant of queen, http
 				sys = append(sys, s)
 			}
 		}
@@ -335,6 +345,22 @@ func (c *config) rows() []*row {
 		add("9", fmt.Sprintf("push %d (%d/call, %d producers) then drain (%d consumers, batch %d)", j.N, j.Batch, j.Producers, j.Consumers, j.PopBatch), sync,
 			systems, j, nil)
 	}
+	// Scenario 10: the consume loop against the hand-batched drain, on the
+	// same backlog, in process and over HTTP (remote → httpapi).
+	for _, sync := range c.durability {
+		for _, n := range c.loopBatches {
+			j := base
+			j.Kind, j.N, j.Partitions, j.Batch = "loop", c.loopN, c.loopParts, n
+			j.MaxTime = 4 * c.maxTime // the whole backlog is the measurement; a slow loop reports what it did
+			var systems []string
+			for _, t := range []string{"queen", "http"} {
+				for _, st := range loopStyles {
+					systems = append(systems, t+st)
+				}
+			}
+			add("10", fmt.Sprintf("consume loop vs hand drain: %d over %d partitions, 1 group, %d consumers, batch %d", j.N, j.Partitions, j.Consumers, n), sync, systems, j, nil)
+		}
+	}
 	return rows
 }
 
@@ -422,6 +448,7 @@ func run(c *config) error {
 					r.errs = append(r.errs, s+": "+err.Error())
 					continue
 				}
+				res.Round = round
 				r.results[s] = append(r.results[s], res)
 				if c.verbose {
 					logf("  %s: %d msgs in %.2fs = %.0f msg/s p50 %.3f p99 %.3f ms rss %d MB%s", name, res.Msgs, res.Seconds, res.rate(), res.P50, res.P99, res.RSSKB>>10, cappedNote(res))

@@ -172,8 +172,8 @@ func queenPush(j *Job) (Result, error) {
 // queenConsumer pops and acks for one group until target messages are
 // settled or the deadline passes.
 type queenConsumer struct {
-	b          *queen.Broker
-	group      string // "" = queue mode
+	b          queen.Client // a *queen.Broker, or a remote client (scenario 10)
+	group      string       // "" = queue mode
 	workers    int
 	batch      int
 	partitions int

@@ -80,7 +80,7 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 	b.WriteString("|---|---|---|---|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range rows {
 		if r.pending != "" {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | - | - | - | - | - | %s |\n", r.scen, r.title, durName(r.sync), strings.Join(labels(r.systems), ", "), r.pending)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | - | - | - | - | - | %s |\n", r.scen, r.title, durName(r.sync), strings.Join(labels(r.systems, r.scen), ", "), r.pending)
 			continue
 		}
 		ours, haveOurs := Result{}, false
@@ -91,12 +91,26 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 		for _, s := range r.systems {
 			rs := r.results[s]
 			if len(rs) == 0 {
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | - | - | - | - | - | FAILED |\n", r.scen, r.title, durName(r.sync), label(s))
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | - | - | - | - | - | FAILED |\n", r.scen, r.title, durName(r.sync), rowLabel(s, r.scen))
 				continue
 			}
 			m, rss := median(rs, r.latency)
 			ratio, notes := "", []string{}
 			switch {
+			case r.scen == "10":
+				// A loop over the hand drain of its transport; the HTTP
+				// drain over the in-process one. Ratios pair rounds.
+				transport, style, _ := strings.Cut(s, "+")
+				switch {
+				case style != "":
+					if x, ok := roundRatio(rs, r.results[transport]); ok {
+						ratio = fmt.Sprintf("%.2f× drain", x)
+					}
+				case s == "http":
+					if x, ok := roundRatio(rs, r.results["queen"]); ok {
+						ratio = fmt.Sprintf("%.2f (HTTP/in-process)", x)
+					}
+				}
 			case strings.HasSuffix(s, "+idle"):
 				if alone := r.results[strings.TrimSuffix(s, "+idle")]; len(alone) > 0 {
 					a, _ := median(alone, false)
@@ -154,7 +168,7 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 				p50, p99 = 0, 0
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %d | %s | %s |\n",
-				r.scen, r.title, durName(r.sync), label(s), fmtRate(m.rate()), fmtMS(p50), fmtMS(p99), m.RSSKB>>10, ratio, strings.Join(notes, "; "))
+				r.scen, r.title, durName(r.sync), rowLabel(s, r.scen), fmtRate(m.rate()), fmtMS(p50), fmtMS(p99), m.RSSKB>>10, ratio, strings.Join(notes, "; "))
 			_ = rss
 		}
 		if len(r.errs) > 0 {
@@ -173,6 +187,9 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
   in the background within 100 ms (as JetStream's ack state); "new/base" compares it with the base binary on the durable default.
 - Scenario 5 on JetStream: order is per consumer, not per subject across consumers, so keys are sharded statically over one filtered durable consumer per worker (subject bench.o.<shard>.<key>).
 - Scenario 9: msgs/s and p50/p99 are the push phase (per call); the drain phase's rate is in the notes; peak RSS covers both. JetStream's server restarts between the phases.
+- Scenario 10: one backlog per row (pushed untimed into a fresh store), one group (subscription mode all), drained by: the hand drain (4 goroutines, Pop batch N + one AckBatch each);
+  the README's consume loop (Batch(N).Concurrency(4).Each().Consume, handler returns nil); the same with ConsumeBatch. In process (Broker) and over HTTP (package remote → httpapi, loopback).
+  "× drain" is the loop's msgs/s over the hand drain's of the same transport, batch and round (median over rounds). Verified: offset order per partition, each message accepted once, group lag 0.
 - Scenario 3/4 p50/p99 are not measured (throughput only). Push rows: latency is per call. Scenario 7: open loop (32 senders on a fixed schedule), from the start of the push call to the handler; senders' lateness against the schedule is in the notes.
 - Raw Badger writes the broker's bytes for each message (record + dedup-index entry) with the broker's Badger options: the storage engine's limit for push.
 `)
@@ -188,12 +205,49 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 	return b.String()
 }
 
-func labels(s []string) []string {
+func labels(s []string, scen string) []string {
 	out := make([]string, len(s))
 	for i, v := range s {
-		out[i] = label(v)
+		out[i] = rowLabel(v, scen)
 	}
 	return out
+}
+
+// rowLabel names a system in a row of scenario scen.
+func rowLabel(s, scen string) string {
+	if scen != "10" {
+		return label(s)
+	}
+	transport, style, _ := strings.Cut(s, "+")
+	t := "queen"
+	if transport == "http" {
+		t = "remote → httpapi"
+	}
+	switch style {
+	case "each":
+		return t + ": Consume, Each()"
+	case "batch":
+		return t + ": ConsumeBatch"
+	}
+	return t + ": hand drain (Pop + AckBatch)"
+}
+
+// roundRatio is the median over rounds of rs's msgs/s over base's in the
+// same round.
+func roundRatio(rs, base []Result) (float64, bool) {
+	var xs []float64
+	for _, r := range rs {
+		for _, b := range base {
+			if b.Round == r.Round && b.rate() > 0 {
+				xs = append(xs, r.rate()/b.rate())
+			}
+		}
+	}
+	if len(xs) == 0 {
+		return 0, false
+	}
+	slices.Sort(xs)
+	return xs[len(xs)/2], true
 }
 
 // label names a system in the table.
