@@ -223,7 +223,7 @@ func payloadLimit(db *badger.DB) int {
 // MaxPayload returns the largest payload, in bytes, this broker stores
 // (see [PushItem]): [MaxPayload] on disk; in memory, [MaxInMemoryPayload]
 // with an Options.MemoryBudget of 64 MiB or more, less with a smaller one
-// (89 KiB at [DefaultInMemoryBudget]).
+// (91,750 bytes at [DefaultInMemoryBudget]).
 func (b *Broker) MaxPayload() int { return b.maxPayload }
 
 // checkPushItem validates and normalizes item i of a push or transaction:

@@ -193,8 +193,8 @@ type Options struct {
 	// with GOGC=100 a busy process may reach about twice the budget. On
 	// disk, Badger's tables and logs are memory-mapped files: the pages it
 	// touches count in RSS too, but the kernel can reclaim them. In memory
-	// the stored data itself lives in the heap, beyond the budget. The
-	// bench/ README has a table of throughput and peak RSS per budget.
+	// the stored data itself lives in the heap, beyond the budget.
+	// docs/memory.md has a table of throughput and peak RSS per budget.
 	// Defaults to [DefaultMemoryBudget] on disk and
 	// [DefaultInMemoryBudget] with InMemory; must be between
 	// [MinMemoryBudget] and [MaxMemoryBudget]. Ignored by [OpenDB], whose
@@ -208,13 +208,12 @@ const (
 	// one queued for flushing, and no block cache; a peak RSS near
 	// 210 MiB pushing and draining 300,000 messages of 256 B, about 60 MiB
 	// of it anonymous and the rest pages of Badger's memory-mapped files
-	// (see the README's Memory section). Sized for a broker embedded in
-	// a larger process.
+	// (see docs/memory.md). Sized for a broker embedded in a larger process.
 	DefaultMemoryBudget = 64 << 20
 	// DefaultInMemoryBudget is the budget of an in-memory broker (tests):
-	// a 1 MiB memtable, about 1.5 MiB of heap per idle broker. Payloads
-	// are then limited to 89 KiB; a budget of 64 MiB or more stores up to
-	// [MaxInMemoryPayload].
+	// a 1 MiB memtable, about 1.4 MiB of heap per idle broker. Payloads
+	// are then limited to 91,750 bytes (see [Broker.MaxPayload]); a budget
+	// of 64 MiB or more stores up to [MaxInMemoryPayload].
 	DefaultInMemoryBudget = 8 << 20
 	// MinMemoryBudget is the smallest budget Open accepts.
 	MinMemoryBudget = 8 << 20
