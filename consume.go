@@ -452,9 +452,10 @@ func (r *run) start(ctx, parent context.Context) {
 	r.mu.Unlock()
 	go func() {
 		var wg sync.WaitGroup
-		wg.Go(r.fetch)
+		wg.Add(1 + r.n)
+		go func() { defer wg.Done(); r.fetch() }()
 		for range r.n {
-			wg.Go(r.work)
+			go func() { defer wg.Done(); r.work() }()
 		}
 		if r.renew > 0 {
 			go r.renewLoop()

@@ -61,8 +61,10 @@ func drainWay(b *testing.B, br *queen.Broker, way string, batch, workers, backlo
 	case "drain":
 		req := queen.PopRequest{Queue: benchQueue, Group: "g", Batch: batch, SubscriptionMode: queen.SubscriptionModeAll}
 		var wg sync.WaitGroup
+		wg.Add(workers)
 		for range workers {
-			wg.Go(func() {
+			go func() {
+				defer wg.Done()
 				for n.Load() < int64(backlog) {
 					res, err := br.Pop(ctx, req)
 					if err != nil {
@@ -82,7 +84,7 @@ func drainWay(b *testing.B, br *queen.Broker, way string, batch, workers, backlo
 					}
 					n.Add(int64(len(items)))
 				}
-			})
+			}()
 		}
 		wg.Wait()
 	default:
