@@ -18,36 +18,42 @@ import (
 // ConsumeBatch, all at Concurrency(4). Its msg/s figures, taken in one
 // run, are the ratio the README's Consuming section states.
 func BenchmarkConsume_VsDrain(b *testing.B) {
-	const backlog, parts, workers = 40000, 16, 4
 	if testing.Short() {
 		b.Skip("fsync per commit: skipped with -short")
 	}
-	for _, batch := range []int{10, 100} {
-		for _, way := range []string{"drain", "each", "batch"} {
-			b.Run(way+"/batch"+itoa(batch), func(b *testing.B) {
-				var total time.Duration
-				for range b.N {
-					b.StopTimer()
-					br, err := queen.Open(b.TempDir(), nil)
-					if err != nil {
-						b.Fatal(err)
-					}
-					names := benchParts(parts)
-					benchFill(b, br, backlog, func(i int) string { return names[i%parts] })
-					b.StartTimer()
-					start := time.Now()
-					n := drainWay(b, br, way, batch, workers, backlog)
-					total += time.Since(start)
-					b.StopTimer()
-					if n != backlog {
-						b.Fatalf("settled %d of %d", n, backlog)
-					}
-					br.Close()
-				}
-				b.ReportMetric(float64(backlog*b.N)/total.Seconds(), "msg/s")
-			})
+	for _, dur := range []queen.Durability{queen.SyncEveryCommit, queen.SyncNever} {
+		for _, batch := range []int{10, 100} {
+			for _, way := range []string{"drain", "each", "batch"} {
+				consumeVsDrain(b, dur, way, batch)
+			}
 		}
 	}
+}
+
+func consumeVsDrain(b *testing.B, dur queen.Durability, way string, batch int) {
+	const backlog, parts, workers = 40000, 16, 4
+	b.Run(dur.String()+"/"+way+"/batch"+itoa(batch), func(b *testing.B) {
+		var total time.Duration
+		for range b.N {
+			b.StopTimer()
+			br, err := queen.Open(b.TempDir(), &queen.Options{Durability: dur})
+			if err != nil {
+				b.Fatal(err)
+			}
+			names := benchParts(parts)
+			benchFill(b, br, backlog, func(i int) string { return names[i%parts] })
+			b.StartTimer()
+			start := time.Now()
+			n := drainWay(b, br, way, batch, workers, backlog)
+			total += time.Since(start)
+			b.StopTimer()
+			if n != backlog {
+				b.Fatalf("settled %d of %d", n, backlog)
+			}
+			br.Close()
+		}
+		b.ReportMetric(float64(backlog*b.N)/total.Seconds(), "msg/s")
+	})
 }
 
 func itoa(n int) string {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/queenlite/queen/internal/jsonvalue"
 	"github.com/queenlite/queen/internal/keys"
 	"github.com/queenlite/queen/internal/record"
 	"github.com/queenlite/queen/internal/uuid"
@@ -107,9 +108,11 @@ func (m *Message) Decode() (map[string]any, error) {
 	if len(m.Payload) == 0 || m.Payload[0] != '{' {
 		return nil, nil
 	}
-	if err := json.Unmarshal(m.Payload, &m.Data); err != nil {
+	data, err := jsonvalue.DecodeObject(m.Payload)
+	if err != nil {
 		return nil, err
 	}
+	m.Data = data
 	return m.Data, nil
 }
 
