@@ -333,10 +333,13 @@ type job struct {
 	// A lane's accepted messages whose ack is not written yet (under
 	// run.mu): queued waits for the next AckBatch, sending is in the one
 	// being written. See run.accepted.
-	queued   []handled
-	sending  []handled
-	flushing bool        // an AckBatch of the lane is being written
-	timer    *time.Timer // starts the first AckBatch of queued
+	queued    []handled
+	sending   []handled
+	flushing  bool        // an AckBatch of the lane is being written
+	timer     *time.Timer // starts the first AckBatch of queued
+	armed     int         // timers armed so far, numbering the last
+	over      bool        // the lane's handling has ended
+	forgotten bool        // see run.forgetJob
 }
 
 // handled is a message the loop has a result for, waiting to be acked.
@@ -562,7 +565,7 @@ func (r *run) drain(deadline time.Time, cancel <-chan struct{}) error {
 // discarded and their messages left to their leases.
 func (r *run) abandon() {
 	r.mu.Lock()
-	if r.abandoned || r.running == 0 && !r.fetching {
+	if r.abandoned || r.running == 0 && !r.fetching && len(r.current) == 0 {
 		r.mu.Unlock()
 		return
 	}
@@ -721,6 +724,16 @@ func (r *run) split(res *PopResult) []*job {
 
 // work runs jobs until the loop stops.
 func (r *run) work() {
+	// A lane's acks are still being written when its handling ends: the
+	// worker takes its next job meanwhile, and waits for them only once
+	// the next lane has been handled (or when it returns), so it never has
+	// more than one lane's acks in flight.
+	var prev *job
+	defer func() {
+		if prev != nil {
+			r.retire(prev)
+		}
+	}()
 	for {
 		r.mu.Lock()
 		for len(r.pending) == 0 && r.fetching && !r.stopping {
@@ -736,20 +749,68 @@ func (r *run) work() {
 		r.current[j] = struct{}{}
 		r.mu.Unlock()
 
-		if r.lanes {
-			r.runLane(j)
-		} else {
+		if !r.lanes {
 			r.runBatch(j)
+			r.mu.Lock()
+			r.running--
+			r.forgetJob(j)
+			r.lastActive = time.Now()
+			r.cond.Broadcast()
+			r.mu.Unlock()
+			continue
 		}
-
+		r.runLane(j)
+		if prev != nil {
+			r.retire(prev)
+		}
+		prev = j
+		r.endLane(j)
 		r.mu.Lock()
 		r.running--
-		delete(r.current, j)
-		r.leaseDone(j)
 		r.lastActive = time.Now()
 		r.cond.Broadcast()
 		r.mu.Unlock()
 	}
+}
+
+// endLane starts writing the acks lane j still has queued, now that its
+// handling is over; once they are written, j is forgotten.
+func (r *run) endLane(j *job) {
+	r.mu.Lock()
+	j.over = true
+	if j.timer != nil {
+		j.timer.Stop()
+		j.timer = nil
+	}
+	switch {
+	case j.flushing: // sendAcks takes the rest and forgets j
+	case len(j.queued) > 0:
+		go r.sendAcks(j, 0)
+	default:
+		r.forgetJob(j)
+	}
+	r.mu.Unlock()
+}
+
+// retire waits until lane j's acks are written, writing those still
+// queued itself, and forgets j.
+func (r *run) retire(j *job) {
+	r.flushAcks(j)
+	r.mu.Lock()
+	r.forgetJob(j)
+	r.mu.Unlock()
+}
+
+// forgetJob ends j: it is no longer current and its lease no longer
+// renewed for it. Under r.mu; once per job.
+func (r *run) forgetJob(j *job) {
+	if j.forgotten {
+		return
+	}
+	j.forgotten = true
+	delete(r.current, j)
+	r.leaseDone(j)
+	r.cond.Broadcast()
 }
 
 // leaseDone forgets one job of j's lease for renewals. Under r.mu.
@@ -766,10 +827,9 @@ func (r *run) leaseDone(j *job) {
 
 // runLane handles one partition's messages in order, stopping at the
 // first one no longer leased to the loop (its failure gave the rest back,
-// or the lane's lease was lost). Before it returns, the acks of what it
-// accepted are written.
+// or the lane's lease was lost). The acks of what it accepted may still be
+// queued or being written when it returns (see work).
 func (r *run) runLane(j *job) {
-	defer r.flushAcks(j)
 	for {
 		r.stopIfInterrupted()
 		r.mu.Lock()
@@ -866,16 +926,16 @@ func (r *run) accepted(j *job, h handled) {
 	if j.flushing || j.timer != nil {
 		return
 	}
-	var t *time.Timer
-	t = time.AfterFunc(ackLinger, func() { r.sendAcks(j, t) })
-	j.timer = t
+	j.armed++
+	armed := j.armed
+	j.timer = time.AfterFunc(ackLinger, func() { r.sendAcks(j, armed) })
 }
 
 // sendAcks writes lane j's queued acks, one AckBatch after another, until
-// none is queued; t is the timer that called it, if any.
-func (r *run) sendAcks(j *job, t *time.Timer) {
+// none is queued; armed numbers the timer that called it (0 if none).
+func (r *run) sendAcks(j *job, armed int) {
 	r.mu.Lock()
-	if t != nil && j.timer == t {
+	if armed != 0 && armed == j.armed {
 		j.timer = nil
 	}
 	if j.flushing {
@@ -892,6 +952,9 @@ func (r *run) sendAcks(j *job, t *time.Timer) {
 		j.sending = nil
 	}
 	j.flushing = false
+	if j.over {
+		r.forgetJob(j)
+	}
 	r.cond.Broadcast()
 	r.mu.Unlock()
 }
