@@ -67,7 +67,7 @@ func benchParts(n int) []string {
 }
 
 // benchFill pushes n messages, message i to partOf(i), 1000 per call.
-func benchFill(b *testing.B, br *queen.Broker, n int, partOf func(i int) string) {
+func benchFill(b testing.TB, br *queen.Broker, n int, partOf func(i int) string) {
 	b.Helper()
 	ctx := context.Background()
 	for lo := 0; lo < n; lo += 1000 {

@@ -333,14 +333,27 @@ type job struct {
 	// A lane's accepted messages whose ack is not written yet (under
 	// run.mu): queued waits for the next AckBatch, sending is in the one
 	// being written. See run.accepted.
-	queued    []handled
-	sending   []handled
-	flushing  bool        // an AckBatch of the lane is being written
-	timer     *time.Timer // starts the first AckBatch of queued
-	armed     int         // timers armed so far, numbering the last
-	over      bool        // the lane's handling has ended
-	forgotten bool        // see run.forgetJob
+	queued   []handled
+	sending  []handled
+	flushing bool        // an AckBatch of the lane is being written
+	timer    *time.Timer // starts the first AckBatch of queued
+	armed    int         // timers armed so far, numbering the last
+	over     bool        // the lane's handling has ended
+	// confirmed is when the lane's lease was last known to be held: the
+	// pop's start, then the sending of its last AckBatch that the backend
+	// took whole (see laneConfirm).
+	confirmed time.Time
+	forgotten bool // see run.forgetJob
 }
+
+// laneConfirm is how long a lane goes on handling messages without
+// knowing its lease is still held: before it starts a message more than
+// this after the pop or its last AckBatch taken whole, it waits for its
+// acks to land, so that a lease lost under a slow handler (every lease
+// lasts at least 1 s) stops the lane before the next message rather than
+// after it, on every backend, even one that learns of a lost lease only
+// from a refused ack. The time is the client's clock's.
+const laneConfirm = time.Second
 
 // handled is a message the loop has a result for, waiting to be acked.
 type handled struct {
@@ -394,7 +407,8 @@ type run struct {
 	pending    []*job
 	current    map[*job]struct{}
 	running    int
-	fetching   bool
+	fetchers   int // fetch goroutines still running
+	popping    int // pops in flight
 	stopping   bool
 	abandoned  bool
 	taken      int // messages taken and not given back, for Limit
@@ -424,7 +438,7 @@ func newRun(c *Consumer, ctx context.Context) *run {
 		stopCh:       make(chan struct{}),
 		done:         make(chan struct{}),
 		over:         make(chan struct{}),
-		fetching:     true,
+		fetchers:     fetchersFor(q.concurrency, q.limit),
 		lastActive:   time.Now(),
 	}
 	if r.drainTimeout == 0 {
@@ -455,8 +469,10 @@ func (r *run) start(ctx, parent context.Context) {
 	r.mu.Unlock()
 	go func() {
 		var wg sync.WaitGroup
-		wg.Add(1 + r.n)
-		go func() { defer wg.Done(); r.fetch() }()
+		wg.Add(r.fetchers + r.n)
+		for range r.fetchers {
+			go func() { defer wg.Done(); r.fetch() }()
+		}
 		for range r.n {
 			go func() { defer wg.Done(); r.work() }()
 		}
@@ -565,7 +581,7 @@ func (r *run) drain(deadline time.Time, cancel <-chan struct{}) error {
 // discarded and their messages left to their leases.
 func (r *run) abandon() {
 	r.mu.Lock()
-	if r.abandoned || r.running == 0 && !r.fetching && len(r.current) == 0 {
+	if r.abandoned || r.running == 0 && r.fetchers == 0 && len(r.current) == 0 {
 		r.mu.Unlock()
 		return
 	}
@@ -595,18 +611,33 @@ func (r *run) abandon() {
 	r.finish()
 }
 
-// fetch pops whenever a handler is free and nothing is waiting for one.
+// maxFetchers bounds the goroutines of a loop that pop at once.
+const maxFetchers = 4
+
+// fetchersFor is how many goroutines of a loop with concurrency n and
+// limit pop: one per handler up to maxFetchers, so that pops overlap one
+// another and the handlers; one under a Limit, which each pop is sized
+// against.
+func fetchersFor(n, limit int) int {
+	if limit > 0 {
+		return 1
+	}
+	return max(1, min(n, maxFetchers))
+}
+
+// fetch pops whenever a handler is free, nothing is waiting for one and
+// no pop already in flight is for it. Several run at once (fetchersFor).
 func (r *run) fetch() {
 	defer func() {
 		r.mu.Lock()
-		r.fetching = false
+		r.fetchers--
 		r.cond.Broadcast()
 		r.mu.Unlock()
 	}()
 	backoff := time.Duration(0) // after pops that failed with ErrUnavailable
 	for {
 		r.mu.Lock()
-		for !r.stopping && (len(r.pending) > 0 || r.running >= r.n || r.limit > 0 && r.taken >= r.limit && r.running > 0) {
+		for !r.stopping && (len(r.pending) > 0 || r.running+r.popping >= r.n || r.limit > 0 && r.taken >= r.limit && r.running > 0) {
 			r.cond.Wait()
 		}
 		if r.stopping || r.limit > 0 && r.taken >= r.limit {
@@ -642,9 +673,15 @@ func (r *run) fetch() {
 			}
 			req.Timeout = max(min(timeout, left), time.Millisecond)
 		}
+		r.popping++
 		r.mu.Unlock()
 
+		popped := r.h.clockNow()
 		res, err := r.h.Pop(r.popCtx, req)
+		r.mu.Lock()
+		r.popping--
+		r.cond.Broadcast()
+		r.mu.Unlock()
 		if err != nil {
 			if r.popCtx.Err() != nil {
 				return
@@ -674,7 +711,7 @@ func (r *run) fetch() {
 			}
 			continue
 		}
-		jobs := r.split(res)
+		jobs := r.split(res, popped)
 		r.mu.Lock()
 		r.lastActive = time.Now()
 		r.taken += len(res.Messages)
@@ -704,7 +741,7 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 }
 
 // split cuts a pop into jobs.
-func (r *run) split(res *PopResult) []*job {
+func (r *run) split(res *PopResult, popped time.Time) []*job {
 	if !r.lanes {
 		return []*job{{msgs: res.Messages, leaseID: res.LeaseID}}
 	}
@@ -713,7 +750,7 @@ func (r *run) split(res *PopResult) []*job {
 	for _, m := range res.Messages {
 		j := byPart[m.PartitionID]
 		if j == nil {
-			j = &job{leaseID: res.LeaseID}
+			j = &job{leaseID: res.LeaseID, confirmed: popped}
 			byPart[m.PartitionID] = j
 			jobs = append(jobs, j)
 		}
@@ -736,7 +773,7 @@ func (r *run) work() {
 	}()
 	for {
 		r.mu.Lock()
-		for len(r.pending) == 0 && r.fetching && !r.stopping {
+		for len(r.pending) == 0 && r.fetchers > 0 && !r.stopping {
 			r.cond.Wait()
 		}
 		if len(r.pending) == 0 || r.abandoned {
@@ -747,6 +784,9 @@ func (r *run) work() {
 		r.pending = r.pending[1:]
 		r.running++
 		r.current[j] = struct{}{}
+		if len(r.pending) == 0 {
+			r.cond.Broadcast() // the fetcher waits for pending to empty
+		}
 		r.mu.Unlock()
 
 		if !r.lanes {
@@ -849,7 +889,11 @@ func (r *run) runLane(j *job) {
 		}
 		msg := j.msgs[j.next]
 		j.next++
+		stale := (len(j.queued) > 0 || j.flushing) && r.h.clockNow().Sub(j.confirmed) >= laneConfirm
 		r.mu.Unlock()
+		if stale {
+			r.flushAcks(j)
+		}
 
 		switch r.h.leaseState(msg) {
 		case leaseSettled: // the handler settled it ahead
@@ -859,6 +903,7 @@ func (r *run) runLane(j *job) {
 			rest := j.msgs[j.next-1:]
 			j.next = len(j.msgs)
 			r.mu.Unlock()
+			r.flushAcks(j) // reported before the rest, in the lane's order
 			r.release(rest)
 			return
 		}
@@ -947,7 +992,7 @@ func (r *run) sendAcks(j *job, armed int) {
 		batch := j.queued
 		j.sending, j.queued = batch, nil
 		r.mu.Unlock()
-		r.settle(batch, nil)
+		r.settleLane(j, batch)
 		r.mu.Lock()
 		j.sending = nil
 	}
@@ -980,7 +1025,18 @@ func (r *run) takeAcks(j *job) []handled {
 // being written.
 func (r *run) flushAcks(j *job) {
 	if q := r.takeAcks(j); len(q) > 0 {
-		r.settle(q, nil)
+		r.settleLane(j, q)
+	}
+}
+
+// settleLane acks hs, accepted messages of lane j, and moves j.confirmed
+// to the sending time when every ack was taken.
+func (r *run) settleLane(j *job, hs []handled) {
+	sent := r.h.clockNow()
+	if _, refused := r.settleAll(hs, nil); refused == 0 {
+		r.mu.Lock()
+		j.confirmed = sent
+		r.mu.Unlock()
 	}
 }
 

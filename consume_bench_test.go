@@ -60,7 +60,7 @@ func itoa(n int) string {
 	return map[int]string{10: "10", 100: "100"}[n]
 }
 
-func drainWay(b *testing.B, br *queen.Broker, way string, batch, workers, backlog int) int64 {
+func drainWay(b testing.TB, br *queen.Broker, way string, batch, workers, backlog int) int64 {
 	ctx := context.Background()
 	var n atomic.Int64
 	switch way {

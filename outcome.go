@@ -180,6 +180,13 @@ func (r *run) decide(msg *Message, err error) decision {
 // order. rest are the messages of the lane behind the last of hs (nil for
 // batches); settle reports whether they come back.
 func (r *run) settle(hs []handled, rest []*Message) (back bool) {
+	back, _ = r.settleAll(hs, rest)
+	return back
+}
+
+// settleAll is settle, also counting the acks the backend refused (or
+// that failed).
+func (r *run) settleAll(hs []handled, rest []*Message) (back bool, refused int) {
 	items := make([]AckItem, len(hs))
 	decs := make([]decision, len(hs))
 	giving := false
@@ -231,6 +238,7 @@ func (r *run) settle(hs []handled, rest []*Message) (back bool) {
 		}
 		if ackErr != nil { // nothing settled: it comes back by itself
 			dec.outcome = OutcomeReleased
+			refused++
 		}
 		if ackErr == nil {
 			switch dec.outcome {
@@ -247,7 +255,7 @@ func (r *run) settle(hs []handled, rest []*Message) (back bool) {
 			r.h.loops().used(m)
 		}
 	}
-	return back
+	return back, refused
 }
 
 // giveBack returns messages taken but not started with an ack of status

@@ -23,7 +23,7 @@ var backends = []contract.Backend{
 		return itest.OpenDir(t, t.TempDir(), &queen.Options{Clock: clock, Durability: queen.SyncNever})
 	}},
 	{Name: "remote", New: func(t *testing.T, clock queen.Clock) queen.Client {
-		c, _ := served(t, &queen.Options{Clock: clock}, nil)
+		c, _ := served(t, &queen.Options{Clock: clock}, &remote.Options{Clock: clock})
 		return c
 	}},
 }
