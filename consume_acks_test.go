@@ -190,3 +190,33 @@ func TestConsume_StopAcksAcceptedBeforeGivingBack(t *testing.T) {
 		require.Zero(t, cursorOf(t, b, "stop", "p", "g").Retries)
 	})
 }
+
+func TestConsume_LostLeaseReportsAcceptedFirst(t *testing.T) {
+	t.Parallel()
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+		pushTo(t, b, "gone", "p", numbered(3)...)
+		col := newCollector()
+		err := b.Queue("gone").Group("g").SubscriptionMode(queen.SubscriptionModeAll).Batch(3).Each().Limit(3).IdleMillis(200).
+			Consume(context.Background(), func(ctx context.Context, msg *queen.Message) error {
+				if msg.Offset == 0 {
+					// The group's leases go with it, under the handler.
+					_, err := b.DeleteGroup(ctx, "g", "gone", true)
+					return err
+				}
+				return nil
+			}).OnSettled(col.add).Execute(context.Background())
+		require.NoError(t, err)
+		all := col.list()
+		require.GreaterOrEqual(t, len(all), 3)
+		// Message 0 was accepted before the lease went: its ack is tried
+		// (and refused) and reported before the rest of the lane is
+		// released unhandled, in the lane's order.
+		require.EqualValues(t, 0, all[0].Message.Offset)
+		require.True(t, all[0].Handled)
+		require.Equal(t, queen.OutcomeReleased, all[0].Outcome)
+		require.Error(t, all[0].AckErr)
+		require.EqualValues(t, []int64{1, 2}, []int64{all[1].Message.Offset, all[2].Message.Offset})
+		require.False(t, all[1].Handled)
+		require.False(t, all[2].Handled)
+	})
+}
