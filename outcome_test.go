@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,7 +47,7 @@ func TestOutcomes(t *testing.T) {
 	}{
 		{name: "nil completes", result: nil, status: queen.AckCompleted, outcome: queen.OutcomeAccepted, offset: 1},
 		{name: "plain error fails", result: cause, status: queen.AckFailed, outcome: queen.OutcomeRetried, retries: 1},
-		{name: "Retry spends no budget", result: queen.Retry(cause), status: queen.AckRetry, outcome: queen.OutcomeRetried},
+		{name: "Retry without a policy fails", result: queen.Retry(cause), status: queen.AckFailed, outcome: queen.OutcomeRetried, retries: 1},
 		{name: "Reject dead-letters at once", result: queen.Reject(cause), status: queen.AckDLQ, outcome: queen.OutcomeDeadLettered, offset: 1, dlq: "no such SKU"},
 		{name: "Fatal is Reject", result: queen.Fatal(cause), status: queen.AckDLQ, outcome: queen.OutcomeDeadLettered, offset: 1, dlq: "no such SKU"},
 		{name: "Park parks", result: queen.Park(cause), status: queen.AckPark, outcome: queen.OutcomeParked, offset: 1, parked: "no such SKU"},
@@ -139,4 +140,47 @@ func TestOutcomes_ErrorTexts(t *testing.T) {
 	pe := &queen.PanicError{Value: cause}
 	require.ErrorIs(t, pe, cause)
 	require.Equal(t, "panic: the cause", pe.Error())
+}
+
+// A handler that always asks for a retry, with no RetryPolicy: the queue's
+// RetryDelay spaces the attempts and its RetryLimit ends them in the
+// dead-letter store; the message never comes back in a loop.
+func TestOutcomes_RetryWithoutPolicyNeverSpins(t *testing.T) {
+	t.Parallel()
+	b, clock := clocked(t, nil)
+	configureWith(t, b, "q", func(c *queen.QueueConfig) { c.RetryLimit, c.RetryDelay = 3, 2*time.Second })
+	pushTo(t, b, "q", "Default", `{"n":1}`)
+	var mu sync.Mutex
+	var seen []time.Time
+	var attempts []int
+	col := newCollector()
+	c := b.Queue("q").Group("g").SubscriptionMode(queen.SubscriptionModeAll).Each().Limit(4).
+		Consume(context.Background(), func(ctx context.Context, msg *queen.Message) error {
+			mu.Lock()
+			seen = append(seen, clock.Now())
+			attempts = append(attempts, msg.DeliveryAttempt)
+			mu.Unlock()
+			return queen.Retry(errors.New("warehouse busy"))
+		}).OnSettled(col.add)
+	require.NoError(t, c.Start(context.Background()))
+	for range 3 {
+		s := recv(t, col.ch)
+		require.Equal(t, queen.OutcomeRetried, s.Outcome)
+		require.Equal(t, queen.AckFailed, s.Status)
+		clock.Advance(2 * time.Second) // the partition comes back now, not before
+	}
+	last := recv(t, col.ch)
+	require.Equal(t, queen.OutcomeDeadLettered, last.Outcome)
+	<-c.Done()
+	require.NoError(t, c.Err())
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []int{1, 2, 3, 4}, attempts, "RetryLimit 3: tried 4 times in all")
+	for i := 1; i < len(seen); i++ {
+		require.GreaterOrEqual(t, seen[i].Sub(seen[i-1]), 2*time.Second, "attempt %d came back before RetryDelay", i+1)
+	}
+	dl, err := b.DeadLetters(context.Background(), queen.LetterFilter{Queue: "q"})
+	require.NoError(t, err)
+	require.Len(t, dl.Letters, 1)
+	require.Equal(t, "warehouse busy", dl.Letters[0].Error)
 }
