@@ -171,9 +171,10 @@ func TestCursor_AckRefusals(t *testing.T) {
 	res, err := b.Ack(bg, m, true, queen.AckOptions{})
 	require.NoError(t, err)
 	require.True(t, res.LeaseReleased)
-	// Acking it again (unfenced) is a harmless no-op.
+	// Acking it again (unfenced) is refused as settled, and changes nothing.
 	res2 := ack(t, b, queen.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID})
-	require.True(t, res2[0].Success)
+	require.False(t, res2[0].Success)
+	require.ErrorIs(t, res2[0].Err, queen.ErrAlreadySettled)
 	// An unfenced ack of a message nobody holds is refused.
 	f, err := b.Fetch(bg, "r", "", 1, 1)
 	require.NoError(t, err)
@@ -261,11 +262,13 @@ func TestCursor_SeekReleasesLeaseAndMoves(t *testing.T) {
 		re := pop(t, b, queen.PopRequest{Queue: "events", Group: "archiver", Partition: "a", Batch: 10})
 		require.Equal(t, []int64{3, 4}, offsets(re.Messages), "reads again since that time")
 
-		// The seek to the end releases the live lease; acks of the abandoned batch are refused.
+		// The seek to the end releases the live lease; acks of the
+		// abandoned batch are refused: the cursor moved past them, so for
+		// the group they are settled (they do not come back).
 		_, err = b.SeekGroup(bg, "archiver", "events", queen.SeekOptions{ToEnd: true})
 		require.NoError(t, err)
 		r := ack(t, b, ackItems(re.Messages, queen.AckCompleted)...)
-		require.ErrorIs(t, r[0].Err, queen.ErrLeaseExpired)
+		require.ErrorIs(t, r[0].Err, queen.ErrAlreadySettled)
 		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "events", Group: "archiver", Partitions: 2, Batch: 10}).Messages)
 		pushN(t, b, "events", "b", 1)
 		require.Len(t, pop(t, b, queen.PopRequest{Queue: "events", Group: "archiver", Batch: 10}).Messages, 1)
@@ -536,7 +539,8 @@ func TestLoad_PartitionEndsAfterRestart(t *testing.T) {
 
 // After a restart a group may have no cursor in a partition it read (none
 // was stored at the first message); an ack of a lease that died with the
-// process is still refused as expired, even once the message is deleted.
+// process is refused: as expired while the message is there, as not found
+// once it is deleted.
 func TestCursor_AckAfterRestartWithoutStoredCursor(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -548,10 +552,14 @@ func TestCursor_AckAfterRestartWithoutStoredCursor(t *testing.T) {
 	require.NoError(t, b.Close())
 
 	b = itest.OpenDir(t, dir, opts)
-	require.NoError(t, b.DeleteMessage(bg, res.Messages[0].PartitionID, "t0"))
 	out, err := b.AckBatch(bg, ackItems(res.Messages, queen.AckCompleted))
 	require.NoError(t, err)
 	require.ErrorIs(t, out[0].Err, queen.ErrLeaseExpired)
+	require.NoError(t, b.DeleteMessage(bg, res.Messages[0].PartitionID, "t0"))
+	out, err = b.AckBatch(bg, ackItems(res.Messages, queen.AckCompleted))
+	require.NoError(t, err)
+	require.ErrorIs(t, out[0].Err, queen.ErrNotFound)
+	require.NotErrorIs(t, out[0].Err, queen.ErrGroupNotFound)
 }
 
 // A group in mode "new" moved back by SetGroupSubscription counts again

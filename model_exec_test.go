@@ -146,10 +146,16 @@ func gack(it queen.AckItem, expr, lexpr string) string {
 }
 
 func gerr(err error) string {
-	for _, e := range []error{queen.ErrClosed, queen.ErrNotFound, queen.ErrLeaseExpired, queen.ErrInvalidArgument, queen.ErrQueueFull,
-		queen.ErrTooLarge, queen.ErrTransactionAborted, context.Canceled} {
+	for _, e := range []error{queen.ErrClosed, queen.ErrGroupNotFound, queen.ErrNotFound, queen.ErrLeaseExpired, queen.ErrAlreadySettled,
+		queen.ErrWrongGroup, queen.ErrInvalidArgument, queen.ErrQueueFull, queen.ErrTooLarge, queen.ErrTransactionAborted, context.Canceled} {
 		if errors.Is(err, e) {
 			switch e {
+			case queen.ErrGroupNotFound:
+				return "queen.ErrGroupNotFound"
+			case queen.ErrAlreadySettled:
+				return "queen.ErrAlreadySettled"
+			case queen.ErrWrongGroup:
+				return "queen.ErrWrongGroup"
 			case context.Canceled:
 				return "context.Canceled"
 			case queen.ErrClosed:
@@ -706,7 +712,7 @@ func (m *seqModel) popCheck(where string, q *smQueue, g *smGroup, req queen.PopR
 		if d == 0 {
 			d = q.leaseTime()
 		}
-		l = &smLease{id: res.LeaseID, expires: now + d.Microseconds()}
+		l = &smLease{id: res.LeaseID, expires: now + d.Microseconds(), q: q, g: g}
 		m.leases[l.id] = l
 	} else if res.LeaseID != "" {
 		m.failf("pop.lease", "%s: autoAck pop with lease %s", where, res.LeaseID)
@@ -1067,22 +1073,31 @@ func (m *seqModel) resolve(it queen.AckItem) (smTarget, bool, error) {
 		return smTarget{}, false, queen.ErrNotFound
 	}
 	g := p.q.groups[groupOf(it.Group)]
-	var c *smCursor
-	if g != nil {
-		c = g.cursors[p.name]
+	if g == nil {
+		if _, ok := p.txOffset(it.TransactionID); ok {
+			return smTarget{}, false, queen.ErrGroupNotFound
+		}
+		return smTarget{}, false, queen.ErrNotFound
 	}
+	if l := m.leases[it.LeaseID]; it.LeaseID != "" && l != nil && l.g != g && l.q == p.q &&
+		!l.released && !l.lost && !l.expired && m.now() < l.expires {
+		return smTarget{}, false, queen.ErrWrongGroup // another group's live lease
+	}
+	c := g.cursors[p.name]
 	if c == nil {
 		if _, ok := p.txOffset(it.TransactionID); ok {
 			return smTarget{}, false, queen.ErrLeaseExpired
 		}
 		return smTarget{}, false, queen.ErrNotFound
 	}
-	live := m.leaseLive(c) && len(c.flights) > 0
-	if it.LeaseID != "" && (!live || c.lease.id != it.LeaseID) {
-		return smTarget{}, false, queen.ErrLeaseExpired
-	}
-	if live {
+	if m.leaseLive(c) && len(c.flights) > 0 {
 		if fi := slices.IndexFunc(c.flights, func(f smFlight) bool { return f.txid == it.TransactionID }); fi >= 0 {
+			switch {
+			case c.flights[fi].settled: // by an earlier call
+				return smTarget{}, false, queen.ErrAlreadySettled
+			case it.LeaseID != "" && c.lease.id != it.LeaseID:
+				return smTarget{}, false, queen.ErrLeaseExpired
+			}
 			return smTarget{p: p, g: g, c: c, fi: fi}, false, nil
 		}
 	}
@@ -1091,7 +1106,7 @@ func (m *seqModel) resolve(it queen.AckItem) (smTarget, bool, error) {
 		return smTarget{}, false, queen.ErrNotFound
 	}
 	if off < c.offset {
-		return smTarget{}, true, nil
+		return smTarget{}, false, queen.ErrAlreadySettled
 	}
 	return smTarget{}, false, queen.ErrLeaseExpired
 }

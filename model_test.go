@@ -690,20 +690,19 @@ func (m *model) settle(g *mGroup, pick []*queen.Message, items []queen.AckItem) 
 			continue
 		}
 		c := g.cursors[pick[i].Partition]
-		live := c.lease != nil && len(c.flights) > 0
-		if it.LeaseID != "" && (!live || c.lease.id != it.LeaseID) {
-			want[i].err = queen.ErrLeaseExpired
-			continue
-		}
 		fi := -1
-		if live {
+		if c.lease != nil && len(c.flights) > 0 {
 			fi = slices.IndexFunc(c.flights, func(f mFlight) bool { return f.off == pick[i].Offset })
 		}
 		switch {
+		case fi >= 0 && c.flights[fi].settled: // by an earlier call, lease still live
+			want[i].err = queen.ErrAlreadySettled
+		case fi >= 0 && it.LeaseID != "" && c.lease.id != it.LeaseID:
+			want[i].err = queen.ErrLeaseExpired
 		case fi >= 0:
 			targets[c] = append(targets[c], target{i, fi})
 		case pick[i].Offset < c.offset:
-			want[i].success = true // settled before
+			want[i].err = queen.ErrAlreadySettled // settled before
 		default:
 			want[i].err = queen.ErrLeaseExpired
 		}

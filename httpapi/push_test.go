@@ -412,10 +412,10 @@ func TestAck(t *testing.T) {
 		res := e.arr("POST", "/api/v1/ack", ackBody(m, "completed"), http.StatusOK)
 		require.Equal(t, []any{map[string]any{"index": 0.0, "transactionId": "m1", "success": true, "error": nil,
 			"queueName": "a", "partitionName": "p", "leaseReleased": true, "dlq": false}}, res)
-		// The lease is gone, so a fenced ack is refused, per item.
+		// The message is settled, so a second ack is refused, per item.
 		res = e.arr("POST", "/api/v1/ack", ackBody(m, "completed"), http.StatusOK)
 		require.Equal(t, false, res[0].(map[string]any)["success"])
-		require.Equal(t, "Invalid or expired lease", res[0].(map[string]any)["error"])
+		require.Equal(t, "Message already settled", res[0].(map[string]any)["error"])
 	})
 
 	t.Run("statuses", func(t *testing.T) {

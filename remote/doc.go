@@ -15,7 +15,9 @@
 // # Errors
 //
 // Answers map back to package queen's sentinels: a 404 to
-// [queen.ErrNotFound], a refused lease to [queen.ErrLeaseExpired], a 400 to
+// [queen.ErrNotFound] ([queen.ErrGroupNotFound] for "Consumer group not
+// found"), a refused lease to [queen.ErrLeaseExpired], a refused ack item
+// to the error the broker gives it (see [queen.AckResult].Err), a 400 to
 // an [*queen.ArgumentError] naming the field the server named, a 413 to
 // [queen.ErrTooLarge], a full queue to [queen.ErrQueueFull], an aborted
 // transaction to a [*queen.TransactionError]. Every call after

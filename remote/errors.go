@@ -152,6 +152,12 @@ func ackError(text string) error {
 	switch {
 	case text == "":
 		return &queen.ArgumentError{Field: "Status", Reason: "refused"}
+	case text == "Consumer group not found":
+		return queen.ErrGroupNotFound
+	case text == "Lease belongs to another consumer group":
+		return queen.ErrWrongGroup
+	case text == "Message already settled":
+		return queen.ErrAlreadySettled
 	case text == "Message not found", strings.HasSuffix(text, "not found"):
 		return queen.ErrNotFound
 	case strings.Contains(strings.ToLower(text), "lease"):

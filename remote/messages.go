@@ -428,7 +428,8 @@ type ackResultJSON struct {
 
 // Ack settles one message, as [queen.Broker.Ack]: completed when ok,
 // failed otherwise, or opts.Status. A refused ack returns the item's error
-// ([queen.ErrLeaseExpired], [queen.ErrNotFound]) with its result.
+// (see [queen.AckResult].Err) with its result. Queen's own server tells
+// only [queen.ErrNotFound] and [queen.ErrLeaseExpired] apart.
 func (c *Client) Ack(ctx context.Context, msg *queen.Message, ok bool, opts queen.AckOptions) (*queen.AckResult, error) {
 	if msg == nil {
 		return nil, &queen.ArgumentError{Field: "msg", Reason: "must not be nil"}
