@@ -476,6 +476,53 @@ func TestAck(t *testing.T) {
 		require.Equal(t, true, r["success"])
 	})
 
+	t.Run("each refusal has its own text", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, nil, nil)
+		e.push("w", "", "m1", 1)
+		e.push("w", "", "m2", 2)
+		bill := msgs(t, e.pop("/api/v1/pop/queue/w?consumerGroup=billing&subscriptionMode=all&batch=2"))
+		audit := msgs(t, e.pop("/api/v1/pop/queue/w?consumerGroup=audit&subscriptionMode=all&batch=2"))
+		require.Len(t, bill, 2)
+		require.Len(t, audit, 2)
+		refused := func(body map[string]any, group any, text string) {
+			t.Helper()
+			body["consumerGroup"] = group
+			res := e.arr("POST", "/api/v1/ack", body, http.StatusOK)
+			require.Equal(t, []any{map[string]any{"index": 0.0, "transactionId": body["transactionId"], "success": false, "error": text,
+				"queueName": "w", "partitionName": "Default", "leaseReleased": false, "dlq": false}}, res)
+		}
+		refused(ackBody(bill[0], "completed"), "audit", "Lease belongs to another consumer group")
+		refused(ackBody(bill[0], "completed"), "billng", "Consumer group not found")
+		refused(ackBody(bill[0], "completed"), nil, "Consumer group not found") // queue mode never popped w
+		e.arr("POST", "/api/v1/ack", map[string]any{"transactionId": "m1", "partitionId": bill[0]["partitionId"], "leaseId": bill[0]["leaseId"],
+			"consumerGroup": "billing"}, http.StatusOK)
+		refused(ackBody(bill[0], "completed"), "billing", "Message already settled")
+		refused(ackBody(bill[0], "dlq"), "billing", "Message already settled")
+		unfenced := ackBody(bill[0], "dlq")
+		delete(unfenced, "leaseId")
+		refused(unfenced, "billing", "Message already settled")
+		require.EqualValues(t, 0, e.obj("GET", "/api/v1/dlq?queue=w", nil, http.StatusOK)["total"], "nothing dead-lettered")
+		// A retry gives the batch back: the lease is released.
+		r := e.arr("POST", "/api/v1/ack", map[string]any{"transactionId": "m2", "partitionId": audit[1]["partitionId"], "leaseId": audit[1]["leaseId"],
+			"consumerGroup": "audit", "status": "retry"}, http.StatusOK)[0].(map[string]any)
+		require.Equal(t, true, r["leaseReleased"])
+		refused(ackBody(audit[0], "completed"), "audit", "Invalid or expired lease")
+
+		// The batch route answers the same, item by item, and a transaction
+		// says which ack aborted it.
+		audit = msgs(t, e.pop("/api/v1/pop/queue/w?consumerGroup=audit&batch=2"))
+		require.Len(t, audit, 2)
+		batch := e.arr("POST", "/api/v1/ack/batch", map[string]any{"consumerGroup": "billing", "acknowledgments": []any{
+			ackBody(bill[0], "completed"), ackBody(audit[1], "completed")}}, http.StatusOK)
+		require.Equal(t, "Message already settled", batch[0].(map[string]any)["error"])
+		require.Equal(t, "Lease belongs to another consumer group", batch[1].(map[string]any)["error"])
+		tx := e.obj("POST", "/api/v1/transaction", map[string]any{"operations": []any{map[string]any{"type": "ack",
+			"transactionId": "m1", "partitionId": bill[0]["partitionId"], "consumerGroup": "billing"}}}, http.StatusOK)
+		require.Equal(t, false, tx["success"])
+		require.Equal(t, "ACK operation failed: Message already settled", tx["error"])
+	})
+
 	t.Run("refuses bad bodies", func(t *testing.T) {
 		t.Parallel()
 		e := setup(t, nil, nil)

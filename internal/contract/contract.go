@@ -90,6 +90,7 @@ var cases = []struct {
 	{"Stats", testStats},
 	{"Groups", testGroups},
 	{"Errors", testErrors},
+	{"AckAnswers", testAckAnswers},
 	{"QueueFull", testQueueFull},
 	{"TooLarge", testTooLarge},
 	{"WaitingPopWakes", testWaitingPopWakes},
@@ -1065,4 +1066,73 @@ func testCloseDrains(e *env) {
 	require.ErrorIs(t, err, queen.ErrClosed)
 	require.ErrorIs(t, e.c.Queue("drain").Consume(e.ctx, func(context.Context, *queen.Message) error { return nil }).Execute(e.ctx), queen.ErrClosed)
 	require.NoError(t, e.c.Close(), "idempotent")
+}
+
+// testAckAnswers: each way an ack can be refused has its own error, the
+// same in process and over HTTP, and a refused ack changes nothing.
+func testAckAnswers(e *env) {
+	t := e.t
+	e.push("acks", "", numbered(3)...)
+	bill := e.pop(e.c.Queue("acks").Group("billing").SubscriptionMode(queen.SubscriptionModeAll).Batch(3))
+	require.Len(t, bill, 3)
+	audit := e.pop(e.c.Queue("acks").Group("audit").SubscriptionMode(queen.SubscriptionModeAll).Batch(3))
+	require.Len(t, audit, 3)
+	refused := func(res *queen.AckResult, err, want error, why string) {
+		t.Helper()
+		require.ErrorIs(t, err, want, why)
+		require.NotNil(t, res, why)
+		require.False(t, res.Success, why)
+		require.ErrorIs(t, res.Err, want, why)
+		require.False(t, res.DeadLettered, why)
+	}
+
+	// billing's lease, acked as audit's: the wrong group.
+	res, err := e.c.Ack(e.ctx, bill[0], true, queen.AckOptions{ConsumerGroup: "audit"})
+	refused(res, err, queen.ErrWrongGroup, "another group's lease")
+	require.NotErrorIs(t, err, queen.ErrLeaseExpired)
+	// A group that never popped the queue.
+	res, err = e.c.Ack(e.ctx, bill[0], true, queen.AckOptions{ConsumerGroup: "billng"})
+	refused(res, err, queen.ErrGroupNotFound, "a group that never popped")
+	require.ErrorIs(t, err, queen.ErrNotFound, "a group not found is not found")
+	require.NotErrorIs(t, queen.ErrNotFound, queen.ErrGroupNotFound, "an unknown message is not an unknown group")
+
+	// A second ack of a settled message, whatever its status.
+	res, err = e.c.Ack(e.ctx, bill[0], true, queen.AckOptions{})
+	require.NoError(t, err)
+	require.True(t, res.Success)
+	for _, st := range []queen.AckStatus{queen.AckCompleted, queen.AckDLQ, queen.AckFailed} {
+		res, err = e.c.Ack(e.ctx, bill[0], true, queen.AckOptions{Status: st})
+		refused(res, err, queen.ErrAlreadySettled, "acked "+string(st)+" after completed")
+	}
+	unfenced, err := e.c.AckBatch(e.ctx, []queen.AckItem{{TransactionID: bill[0].TransactionID, PartitionID: bill[0].PartitionID, Group: "billing", Status: queen.AckDLQ}})
+	require.NoError(t, err)
+	refused(&unfenced[0], unfenced[0].Err, queen.ErrAlreadySettled, "unfenced, as Queen's clients may send it")
+	dl, err := e.c.DeadLetters(e.ctx, queen.LetterFilter{Queue: "acks"})
+	require.NoError(t, err)
+	require.Zero(t, dl.Total, "a dlq ack of a completed message dead-letters nothing")
+
+	// A failed ack gives the rest of the batch back and releases the
+	// lease: an ack of the next message under it is refused as expired,
+	// and that message comes back.
+	res, err = e.c.Ack(e.ctx, bill[1], false, queen.AckOptions{})
+	require.NoError(t, err)
+	require.True(t, res.LeaseReleased)
+	res, err = e.c.Ack(e.ctx, bill[2], true, queen.AckOptions{})
+	refused(res, err, queen.ErrLeaseExpired, "after its lease was released")
+	e.clock.Advance(2 * time.Second) // past the retry delay
+	again := e.pop(e.c.Queue("acks").Group("billing").Batch(3))
+	require.Len(t, again, 2)
+	require.Equal(t, []int{1, 2}, []int{nOf(again[0]), nOf(again[1])}, "the refused ack settled nothing")
+	e.ackAll(again)
+
+	// The refusals left audit's lease alone.
+	e.ackAll(audit)
+	// A batch answers each item on its own.
+	out, err := e.c.AckBatch(e.ctx, []queen.AckItem{
+		{TransactionID: audit[0].TransactionID, PartitionID: audit[0].PartitionID, LeaseID: audit[0].LeaseID, Group: "audit"},
+		{TransactionID: audit[1].TransactionID, PartitionID: audit[1].PartitionID, Group: "nobody"},
+	})
+	require.NoError(t, err)
+	require.ErrorIs(t, out[0].Err, queen.ErrAlreadySettled)
+	require.ErrorIs(t, out[1].Err, queen.ErrGroupNotFound)
 }
