@@ -284,8 +284,14 @@ func TestCursor_SeekReleasesLeaseAndMoves(t *testing.T) {
 		_, err = b.SeekGroup(bg, "archiver", "nope", queen.SeekOptions{})
 		require.ErrorIs(t, err, queen.ErrNotFound)
 		res, err = b.SeekGroup(bg, "never-popped", "events", queen.SeekOptions{})
-		require.NoError(t, err)
-		require.Zero(t, res.PartitionsUpdated)
+		require.ErrorIs(t, err, queen.ErrGroupNotFound, "a typo is not a seek of nothing")
+		require.ErrorIs(t, err, queen.ErrNotFound)
+		require.Nil(t, res)
+		_, err = b.SeekPartition(bg, "never-popped", "events", "a", queen.SeekOptions{})
+		require.ErrorIs(t, err, queen.ErrGroupNotFound)
+		_, err = b.SeekPartition(bg, "never-popped", "events", "zzz", queen.SeekOptions{})
+		require.ErrorIs(t, err, queen.ErrNotFound, "the partition is checked first")
+		require.NotErrorIs(t, err, queen.ErrGroupNotFound)
 	})
 }
 
@@ -308,8 +314,8 @@ func TestCursor_DeleteGroupAndSubscription(t *testing.T) {
 	clock.Advance(time.Minute)
 	pushN(t, b, "q", "", 1)
 	rows, err := b.SetGroupSubscription(bg, "late", time.Unix(0, 0))
-	require.NoError(t, err)
-	require.Zero(t, rows, "unknown group: nothing to move")
+	require.ErrorIs(t, err, queen.ErrGroupNotFound, "unknown group: nothing to move")
+	require.Zero(t, rows)
 	_ = pop(t, b, queen.PopRequest{Queue: "q", Group: "late", Partition: "zzz"}) // joins with mode new
 	rows, err = b.SetGroupSubscription(bg, "late", time.Unix(0, 0))
 	require.NoError(t, err)
@@ -336,7 +342,18 @@ func TestCursor_GroupThatPoppedBeforeTheQueueExistedMissesNothing(t *testing.T) 
 		require.NoError(t, err)
 		require.Equal(t, queen.SubscriptionModeNew, gs[0].Mode)
 
-		// Forgetting the group forgets its early pop too.
+		// Forgetting the group forgets its early pop too: that is a group
+		// found (0 cursors removed), on its queue that does not exist yet
+		// as on every queue; without deleteMetadata the queue is unknown.
+		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "later2", Group: "h"}).Messages)
+		_, err = b.DeleteGroup(bg, "h", "later2", false)
+		require.ErrorIs(t, err, queen.ErrNotFound)
+		require.NotErrorIs(t, err, queen.ErrGroupNotFound)
+		n, err := b.DeleteGroup(bg, "h", "later2", true)
+		require.NoError(t, err)
+		require.Zero(t, n)
+		_, err = b.DeleteGroup(bg, "h", "", true)
+		require.ErrorIs(t, err, queen.ErrGroupNotFound, "forgotten already")
 		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "later2", Group: "h"}).Messages)
 		_, err = b.DeleteGroup(bg, "h", "", true)
 		require.NoError(t, err)

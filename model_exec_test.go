@@ -1482,10 +1482,13 @@ func (m *seqModel) opSeek(i int, r *rand.Rand, onePart bool) {
 		want = queen.ErrInvalidArgument
 	case q == nil:
 		want = queen.ErrNotFound
-	case onePart:
-		if p = q.parts[part]; p == nil {
-			want = queen.ErrNotFound
-		}
+	case onePart && q.parts[part] == nil:
+		want = queen.ErrNotFound
+	case q.groups[groupOf(group)] == nil:
+		want = queen.ErrGroupNotFound // a seek does not create a group
+	}
+	if onePart && q != nil {
+		p = q.parts[part]
 	}
 	call := "SeekGroup"
 	switch {
@@ -1518,12 +1521,6 @@ func (m *seqModel) opSeek(i int, r *rand.Rand, onePart bool) {
 		return
 	}
 	g := q.groups[groupOf(group)]
-	if g == nil {
-		if res.PartitionsUpdated != 0 {
-			m.failf("seek.result", "%s of unknown group %s: %+v", call, group, res)
-		}
-		return
-	}
 	parts := q.partList()
 	if onePart {
 		parts = []*smPart{p}
@@ -1555,6 +1552,13 @@ func (m *seqModel) opSetSub(r *rand.Rand) {
 	var want error
 	if r.IntN(15) == 0 {
 		from, want = time.Time{}, queen.ErrInvalidArgument
+	} else {
+		want = queen.ErrGroupNotFound // unless some queue has the group
+		for _, q := range m.queues {
+			if q.groups[groupOf(group)] != nil {
+				want = nil
+			}
+		}
 	}
 	admin := r.IntN(3) == 0
 	fcode := m.gtime(from.UnixMicro())
@@ -1616,7 +1620,23 @@ func (m *seqModel) opDeleteGroup(r *rand.Rand) {
 	} else {
 		m.emit("_, err = b.DeleteGroup(ctx, %s, %s, %v)", gq(group), gq(qn), meta)
 	}
-	m.emitErr(nil)
+	// Found: the group on the queue (any queue for ""), or, with meta, a
+	// note of a pop before the queue existed.
+	found := meta && m.hasEarly(groupOf(group), qn)
+	for _, q := range m.queues {
+		if (qn == "" || q.name == qn) && q.groups[groupOf(group)] != nil {
+			found = true
+		}
+	}
+	var want error
+	switch {
+	case found:
+	case qn != "" && m.queues[qn] == nil:
+		want = queen.ErrNotFound
+	default:
+		want = queen.ErrGroupNotFound
+	}
+	m.emitErr(want)
 	var n int
 	var err error
 	if admin {
@@ -1624,7 +1644,7 @@ func (m *seqModel) opDeleteGroup(r *rand.Rand) {
 	} else {
 		n, err = m.b.DeleteGroup(mctx, group, qn, meta)
 	}
-	if !m.checkErr("deletegroup.err", "DeleteGroup", err, nil) {
+	if !m.checkErr("deletegroup.err", "DeleteGroup", err, want) || want != nil {
 		return
 	}
 	removed := 0
@@ -2315,6 +2335,18 @@ func (m *seqModel) noteEarly(queue, group string) {
 	if _, ok := m.early[k]; !ok {
 		m.early[k] = m.now()
 	}
+}
+
+// hasEarly reports whether there is a note of group (on queue, or any
+// queue when "").
+func (m *seqModel) hasEarly(group, queue string) bool {
+	for k := range m.early {
+		q, g, _ := strings.Cut(k, "\x00")
+		if g == group && (queue == "" || q == queue) {
+			return true
+		}
+	}
+	return false
 }
 
 // forgetEarly drops the notes of group (on queue, or every queue when "").

@@ -79,9 +79,8 @@
 // reports a queue's labels and Priority but not the rest of its Config;
 // QueueStats has no per-partition cursors ([queen.PartitionStats].Cursors
 // is nil); [queen.GroupStats] has no Consumed, LastAckAt or
-// OldestPendingAt; a lease's expiry has millisecond precision; SeekGroup
-// on an unknown queue updates nothing instead of answering
-// [queen.ErrNotFound]. A consume loop learns that a message was settled
+// OldestPendingAt; a lease's expiry has millisecond precision. A consume
+// loop learns that a message was settled
 // by its handler only when the handler settled it through the same
 // Client.
 package remote

@@ -109,10 +109,14 @@ func (c *Client) errorFor(req *request, a *answer) error {
 	return &ServerError{Op: req.op, StatusCode: a.status, Message: msg}
 }
 
-// notFound is ErrNotFound with the server's words.
+// notFound is ErrNotFound with the server's words, or ErrGroupNotFound
+// for a group the broker does not know.
 func notFound(msg string) error {
-	if msg == "" || msg == "not found" {
+	switch msg {
+	case "", "not found":
 		return queen.ErrNotFound
+	case "Consumer group not found":
+		return queen.ErrGroupNotFound
 	}
 	return fmt.Errorf("%w: %s", queen.ErrNotFound, msg)
 }
