@@ -91,6 +91,7 @@ var cases = []struct {
 	{"Groups", testGroups},
 	{"Errors", testErrors},
 	{"AckAnswers", testAckAnswers},
+	{"UnknownGroups", testUnknownGroups},
 	{"QueueFull", testQueueFull},
 	{"TooLarge", testTooLarge},
 	{"WaitingPopWakes", testWaitingPopWakes},
@@ -1135,4 +1136,49 @@ func testAckAnswers(e *env) {
 	require.NoError(t, err)
 	require.ErrorIs(t, out[0].Err, queen.ErrAlreadySettled)
 	require.ErrorIs(t, out[1].Err, queen.ErrGroupNotFound)
+}
+
+// testUnknownGroups: seeks, deletes and subscriptions that name an
+// unknown queue or a group that never popped are not found, never a
+// success that changed nothing; once the group has popped they work.
+func testUnknownGroups(e *env) {
+	t := e.t
+	e.push("known", "", numbered(2)...)
+	notFound := func(err error, group bool, why string) {
+		t.Helper()
+		require.ErrorIs(t, err, queen.ErrNotFound, why)
+		if group {
+			require.ErrorIs(t, err, queen.ErrGroupNotFound, why)
+		} else {
+			require.NotErrorIs(t, err, queen.ErrGroupNotFound, why)
+		}
+	}
+	_, err := e.c.SeekGroup(e.ctx, "billing", "unknown", queen.SeekOptions{ToEnd: true})
+	notFound(err, false, "seek, unknown queue")
+	_, err = e.c.SeekGroup(e.ctx, "billing", "known", queen.SeekOptions{ToEnd: true})
+	notFound(err, true, "seek, group never popped")
+	_, err = e.c.SeekPartition(e.ctx, "billing", "known", queen.DefaultPartition, queen.SeekOptions{ToEnd: true})
+	notFound(err, true, "partition seek, group never popped")
+	_, err = e.c.DeleteGroup(e.ctx, "billing", "unknown", true)
+	notFound(err, false, "delete, unknown queue")
+	_, err = e.c.DeleteGroup(e.ctx, "billing", "known", false)
+	notFound(err, true, "delete, group never popped")
+	_, err = e.c.DeleteGroup(e.ctx, "billing", "", true)
+	notFound(err, true, "delete on every queue, group on none")
+	_, err = e.c.SetGroupSubscription(e.ctx, "billing", e.clock.Now())
+	notFound(err, true, "subscription, group on no queue")
+
+	msgs := e.pop(e.c.Queue("known").Group("billing").SubscriptionMode(queen.SubscriptionModeAll).Batch(2))
+	require.Len(t, msgs, 2)
+	res, err := e.c.SeekGroup(e.ctx, "billing", "known", queen.SeekOptions{ToEnd: true})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.PartitionsUpdated)
+	n, err := e.c.SetGroupSubscription(e.ctx, "billing", e.clock.Now())
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	n, err = e.c.DeleteGroup(e.ctx, "billing", "", true)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	_, err = e.c.DeleteGroup(e.ctx, "billing", "", true)
+	notFound(err, true, "deleted already")
 }
