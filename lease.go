@@ -20,6 +20,24 @@ type lease struct {
 	cursors []*cursor
 }
 
+// Limits of a pop, a lease and a renewal. A value above one is refused
+// with an [*ArgumentError] naming the limit; over HTTP, package httpapi
+// clamps batch, partitions and timeout to them instead, as Queen's wire
+// contract says (see Limits in the package documentation).
+const (
+	// MaxBatch is the most messages one pop returns ([PopRequest].Batch).
+	MaxBatch = 10000
+	// MaxPartitions is the most partitions one pop claims
+	// ([PopRequest].Partitions).
+	MaxPartitions = 64
+	// MaxPopTimeout is the longest a waiting pop waits
+	// ([PopRequest].Timeout).
+	MaxPopTimeout = 60 * time.Second
+	// MaxLease is the longest lease: of a pop ([PopRequest].Lease), a
+	// queue ([QueueConfig].LeaseTime) or a renewal ([Broker.RenewLease]).
+	MaxLease = 365 * 24 * time.Hour
+)
+
 // PopRequest says what to pop. The zero value of each field means its
 // default.
 type PopRequest struct {
@@ -33,18 +51,20 @@ type PopRequest struct {
 	// Group is the consumer group; empty means [QueueModeGroup].
 	Group string
 	// Batch is the most messages to return, over all partitions.
-	// Defaults to 1 (autopilot picks 100–1000); capped at 10000.
+	// Defaults to 1 (autopilot picks 100–1000); at most [MaxBatch] (10000).
 	Batch int
 	// Partitions is how many partitions one pop may claim, sharing one
-	// lease. Defaults to 1; capped at 64.
+	// lease. Defaults to 1; at most [MaxPartitions] (64).
 	Partitions int
 	// Wait makes the pop wait up to Timeout for a message to arrive.
 	Wait bool
-	// Timeout bounds a waiting pop. Defaults to 30 s; capped at 60 s.
+	// Timeout bounds a waiting pop. Defaults to 30 s; at most
+	// [MaxPopTimeout] (60 s).
 	Timeout time.Duration
 	// Lease is how long the messages stay leased. Defaults to the queue's
 	// LeaseTime (60 s for discovery pops). Below 1 s it is refused (Queen
-	// counts leases in whole seconds); above, it is kept to the microsecond.
+	// counts leases in whole seconds), and above [MaxLease] (365 days);
+	// between, it is kept to the microsecond.
 	Lease time.Duration
 	// CommitOnDelivery moves the group's cursor past the messages as they
 	// are handed out: no lease, no ack, at-most-once (a crash after the pop
@@ -150,6 +170,14 @@ func (r *PopRequest) normalize() error {
 		return argErr("PopRequest.Lease", "must not be negative")
 	case r.Lease > 0 && r.Lease < time.Second:
 		return argErr("PopRequest.Lease", "must be at least 1s, not %v", r.Lease)
+	case r.Batch > MaxBatch:
+		return argErr("PopRequest.Batch", "must be at most %d, not %d", MaxBatch, r.Batch)
+	case r.Partitions > MaxPartitions:
+		return argErr("PopRequest.Partitions", "must be at most %d, not %d", MaxPartitions, r.Partitions)
+	case r.Timeout > MaxPopTimeout:
+		return argErr("PopRequest.Timeout", "must be at most %v, not %v", MaxPopTimeout, r.Timeout)
+	case r.Lease > MaxLease:
+		return argErr("PopRequest.Lease", "must be at most %v, not %v", MaxLease, r.Lease)
 	}
 	switch r.SubscriptionMode {
 	case "", SubscriptionModeNew, SubscriptionModeAll:
@@ -167,17 +195,12 @@ func (r *PopRequest) normalize() error {
 	if r.Conflation && r.CommitOnDelivery {
 		return argErr("PopRequest.Conflation", "cannot be combined with CommitOnDelivery")
 	}
-	if r.Batch > 10000 {
-		r.Batch = 10000
-	}
-	r.Partitions = min(r.Partitions, 64)
 	if r.Partition != "" {
 		r.Partitions = 1
 	}
 	if r.Timeout == 0 {
 		r.Timeout = 30 * time.Second
 	}
-	r.Timeout = min(r.Timeout, 60*time.Second)
 	return nil
 }
 
@@ -461,7 +484,7 @@ func (b *Broker) claim(g *group, p *partition, req *PopRequest, now int64) ([]cl
 			budget = int64(min(max(int(g.ackRate), 100), 1000))
 		}
 		if parts == 0 {
-			parts = min(max(1, (g.nReady+g.waiters.n)/(g.waiters.n+1)), 64)
+			parts = min(max(1, (g.nReady+g.waiters.n)/(g.waiters.n+1)), MaxPartitions)
 		}
 	}
 	budget, parts = max(budget, 1), max(parts, 1)
@@ -725,7 +748,8 @@ func (b *Broker) expireLease(l *lease, now int64) {
 // is [ErrLeaseExpired] and cannot be renewed (the broker remembers expired
 // leases for an hour, the latest 65536 of them); any other unknown lease,
 // including one released because its messages were all settled, is
-// [ErrNotFound].
+// [ErrNotFound]. A negative d, or one above [MaxLease], is an
+// [*ArgumentError].
 func (b *Broker) RenewLease(ctx context.Context, leaseID string, d time.Duration) (time.Time, error) {
 	if err := b.enter(); err != nil {
 		return time.Time{}, err
@@ -733,6 +757,9 @@ func (b *Broker) RenewLease(ctx context.Context, leaseID string, d time.Duration
 	defer b.leave()
 	if d < 0 {
 		return time.Time{}, argErr("d", "must not be negative")
+	}
+	if d > MaxLease {
+		return time.Time{}, argErr("d", "must be at most %v, not %v", MaxLease, d)
 	}
 	if d == 0 {
 		d = 60 * time.Second

@@ -298,6 +298,7 @@ func TestLease_PopValidation(t *testing.T) {
 		"negative batch":         {Queue: "q", Batch: -1},
 		"negative partitions":    {Queue: "q", Partitions: -1},
 		"negative timeout":       {Queue: "q", Timeout: -1},
+		"batch above the cap":    {Queue: "q", Batch: 1 << 30},
 		"bad mode":               {Queue: "q", Group: "g", SubscriptionMode: "sometimes"},
 		"conflation, queue mode": {Queue: "q", Conflation: true},
 		"conflation + autoAck":   {Queue: "q", Group: "g", Conflation: true, CommitOnDelivery: true},
@@ -305,9 +306,9 @@ func TestLease_PopValidation(t *testing.T) {
 		_, err := b.Pop(bg, req)
 		require.ErrorIs(t, err, queen.ErrInvalidArgument, name)
 	}
-	// Batch is capped, not refused.
+	// At the cap, a batch takes what there is.
 	pushN(t, b, "q", "", 3)
-	require.Len(t, pop(t, b, queen.PopRequest{Queue: "q", Batch: 1 << 30}).Messages, 3)
+	require.Len(t, pop(t, b, queen.PopRequest{Queue: "q", Batch: queen.MaxBatch}).Messages, 3)
 }
 
 func TestLease_PopOfUnknownPartitionTakesNothingElse(t *testing.T) {

@@ -249,12 +249,13 @@ type Options struct {
 	Prefix string
 }
 
-// Limits of the wire contract.
+// Limits of the wire contract: a pop's batch, partitions and timeout are
+// clamped to the broker's (A12), where a Go caller is refused.
 const (
 	defaultMaxBody = 16 << 20
-	maxTimeout     = 60 * time.Second
-	maxBatch       = 10000
-	maxPartitions  = 64
+	maxTimeout     = queen.MaxPopTimeout
+	maxBatch       = queen.MaxBatch
+	maxPartitions  = queen.MaxPartitions
 )
 
 // handler serves the API. It is safe for concurrent use.

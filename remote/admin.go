@@ -38,6 +38,9 @@ func (c *Client) ConfigureQueue(ctx context.Context, name string, cfg queen.Queu
 			return nil, &queen.ArgumentError{Field: "QueueConfig." + d.f, Reason: "must not be negative"}
 		}
 	}
+	if cfg.LeaseTime > queen.MaxLease {
+		return nil, &queen.ArgumentError{Field: "QueueConfig.LeaseTime", Reason: fmt.Sprintf("must be at most %v, not %v", queen.MaxLease, cfg.LeaseTime)}
+	}
 	if cfg.RetryLimit < 0 {
 		return nil, &queen.ArgumentError{Field: "QueueConfig.RetryLimit", Reason: "must not be negative"}
 	}
