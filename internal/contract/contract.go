@@ -92,6 +92,7 @@ var cases = []struct {
 	{"Errors", testErrors},
 	{"AckAnswers", testAckAnswers},
 	{"UnknownGroups", testUnknownGroups},
+	{"Caps", testCaps},
 	{"QueueFull", testQueueFull},
 	{"TooLarge", testTooLarge},
 	{"WaitingPopWakes", testWaitingPopWakes},
@@ -1181,4 +1182,59 @@ func testUnknownGroups(e *env) {
 	require.Equal(t, 1, n)
 	_, err = e.c.DeleteGroup(e.ctx, "billing", "", true)
 	notFound(err, true, "deleted already")
+}
+
+// testCaps: a value above a cap is refused with an *ArgumentError naming
+// the field and the limit, in the builder and in the request structs;
+// the cap itself is accepted.
+func testCaps(e *env) {
+	t := e.t
+	refused := func(err error, field, limit string) {
+		t.Helper()
+		require.Equal(t, field, argField(t, err))
+		require.Contains(t, err.Error(), "at most "+limit)
+	}
+	for _, c := range []struct {
+		req          queen.PopRequest
+		field, limit string
+	}{
+		{queen.PopRequest{Queue: "caps", Batch: queen.MaxBatch + 1}, "PopRequest.Batch", "10000"},
+		{queen.PopRequest{Queue: "caps", Batch: 100000000}, "PopRequest.Batch", "10000"},
+		{queen.PopRequest{Queue: "caps", Partitions: 1000}, "PopRequest.Partitions", "64"},
+		{queen.PopRequest{Queue: "caps", Wait: true, Timeout: 10 * time.Minute}, "PopRequest.Timeout", "1m0s"},
+		{queen.PopRequest{Queue: "caps", Lease: queen.MaxLease + time.Second}, "PopRequest.Lease", "8760h0m0s"},
+	} {
+		_, err := e.c.Pop(e.ctx, c.req)
+		refused(err, c.field, c.limit)
+	}
+	for _, c := range []struct {
+		b            *queen.QueueBuilder
+		field, limit string
+	}{
+		{e.c.Queue("caps").Batch(100000000), "QueueBuilder.Batch", "10000"},
+		{e.c.Queue("caps").Partitions(1000), "QueueBuilder.Partitions", "64"},
+		{e.c.Queue("caps").Timeout(10 * time.Minute), "QueueBuilder.Timeout", "1m0s"},
+		{e.c.Queue("caps").TimeoutMillis(60001), "QueueBuilder.TimeoutMillis", "60000"},
+		{e.c.Queue("caps").Lease(queen.MaxLease + time.Second), "QueueBuilder.Lease", "8760h0m0s"},
+		{e.c.Queue("caps").LeaseSeconds(31536001), "QueueBuilder.LeaseSeconds", "31536000"},
+	} {
+		_, err := c.b.Wait(false).Pop(e.ctx)
+		refused(err, c.field, c.limit)
+	}
+	_, err := e.c.RenewLease(e.ctx, "01900000-0000-7000-8000-000000000001", queen.MaxLease+time.Second)
+	refused(err, "d", "8760h0m0s")
+	cfg := queen.DefaultQueueConfig()
+	cfg.LeaseTime = queen.MaxLease + time.Second
+	_, err = e.c.ConfigureQueue(e.ctx, "caps", cfg)
+	refused(err, "QueueConfig.LeaseTime", "8760h0m0s")
+
+	// At the caps.
+	e.push("caps", "", numbered(3)...)
+	msgs := e.pop(e.c.Queue("caps").Batch(queen.MaxBatch).Partitions(queen.MaxPartitions).Timeout(queen.MaxPopTimeout).Lease(queen.MaxLease))
+	require.Len(t, msgs, 3)
+	_, err = e.c.RenewLease(e.ctx, msgs[0].LeaseID, queen.MaxLease)
+	require.NoError(t, err)
+	cfg.LeaseTime = queen.MaxLease
+	_, err = e.c.ConfigureQueue(e.ctx, "caps", cfg)
+	require.NoError(t, err)
 }
