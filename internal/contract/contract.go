@@ -1201,7 +1201,7 @@ func testCaps(e *env) {
 		{queen.PopRequest{Queue: "caps", Batch: queen.MaxBatch + 1}, "PopRequest.Batch", "10000"},
 		{queen.PopRequest{Queue: "caps", Batch: 100000000}, "PopRequest.Batch", "10000"},
 		{queen.PopRequest{Queue: "caps", Partitions: 1000}, "PopRequest.Partitions", "64"},
-		{queen.PopRequest{Queue: "caps", Wait: true, Timeout: 10 * time.Minute}, "PopRequest.Timeout", "1m0s"},
+		{queen.PopRequest{Queue: "caps", Timeout: 10 * time.Minute}, "PopRequest.Timeout", "1m0s"}, // refused, waiting or not
 		{queen.PopRequest{Queue: "caps", Lease: queen.MaxLease + time.Second}, "PopRequest.Lease", "8760h0m0s"},
 	} {
 		_, err := e.c.Pop(e.ctx, c.req)
