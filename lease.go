@@ -334,7 +334,10 @@ func (b *Broker) popOnce(ctx context.Context, req *PopRequest, ps *popState) (*P
 	}
 	recreated := ps.seen != nil && ps.seen != q // deleted and created again while this pop waited
 	ps.seen = q
-	g, ops, err := b.join(q, req, now, recreated)
+	g, ops, joinEv, err := b.join(q, req, now, recreated)
+	if joinEv != nil {
+		defer b.reportJoin(*joinEv) // once b.mu is released, on every path below
+	}
 	if err != nil {
 		b.mu.Unlock()
 		return nil, nil, nil, err
@@ -404,19 +407,20 @@ func (b *Broker) popOnce(ctx context.Context, req *PopRequest, ps *popState) (*P
 
 // join returns the group a pop reads through, creating it at its first pop
 // with its start point in every partition. Under b.mu; ops persist a new
-// group and must be written before the pop returns.
+// group and must be written before the pop returns. For a new group it
+// also returns the EventGroupJoined to report (see reportJoin).
 //
 // A named group whose first pop came before the queue existed (an earlier
 // pop found no queue, or the queue was deleted and created again while
 // this pop waited) starts at the queue's first message even in mode
 // "new": everything the queue holds was pushed after that pop.
-func (b *Broker) join(q *queue, req *PopRequest, now int64, recreated bool) (*group, []op, error) {
+func (b *Broker) join(q *queue, req *PopRequest, now int64, recreated bool) (*group, []op, *Event, error) {
 	name := groupName(req.Group)
 	if g := q.groups[name]; g != nil {
 		if g.conflation && req.CommitOnDelivery {
-			return nil, nil, argErr("PopRequest.CommitOnDelivery", "group %q conflates; it cannot autoAck", name)
+			return nil, nil, nil, argErr("PopRequest.CommitOnDelivery", "group %q conflates; it cannot autoAck", name)
 		}
-		return g, nil, nil
+		return g, nil, nil, nil
 	}
 	g := &group{q: q, name: name, joinedAt: now, conflation: req.Conflation}
 	early := false
@@ -438,7 +442,40 @@ func (b *Broker) join(q *queue, req *PopRequest, now int64, recreated bool) (*gr
 		g.mode = b.opts.DefaultSubscriptionMode
 	}
 	ops := b.addGroup(q, g, early)
-	return g, ops, nil
+	return g, ops, &Event{Kind: EventGroupJoined, Queue: q.name, Group: name, Count: int(b.skippedAtJoin(g, early))}, nil
+}
+
+// skippedAtJoin counts the retained messages g's start point skips, just
+// after addGroup placed it, from what the broker keeps in memory (no
+// storage read): in mode "new" every retained message of the queue, in
+// mode "timestamp" those before each partition's start cursor. Under
+// b.mu.
+func (b *Broker) skippedAtJoin(g *group, early bool) int64 {
+	switch {
+	case early:
+		return 0
+	case g.mode == SubscriptionModeNew:
+		return g.q.count
+	case g.mode == modeFrom:
+		var n int64
+		for _, p := range g.q.order {
+			if c := p.cursorOf(g); c != nil && !p.deleted {
+				n += p.storedBetween(p.first, c.offset)
+			}
+		}
+		return n
+	}
+	return 0
+}
+
+// reportJoin hands a group's join to the observer, and logs a join that
+// skipped messages. Not under b.mu.
+func (b *Broker) reportJoin(e Event) {
+	b.observe(e)
+	if e.Count > 0 {
+		b.log.Info("queen: consumer group joined past existing messages; they are not delivered to it",
+			"queue", e.Queue, "group", e.Group, "skipped", e.Count)
+	}
 }
 
 // addGroup installs g on q at its start point (see place) and returns the
