@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -184,6 +186,29 @@ func TestPop(t *testing.T) {
 		require.Len(t, msgs(t, e.pop("/api/v1/pop/queue/wide?batch=100&partitions=64")), 64)
 		require.Len(t, msgs(t, e.pop("/api/v1/pop/queue/wide?batch=100&partitions=64")), 1)
 		require.Nil(t, e.pop("/api/v1/pop/queue/wide?batch=100&partitions=64"))
+	})
+
+	t.Run("a group joining past a backlog is reported", func(t *testing.T) {
+		t.Parallel()
+		var mu sync.Mutex
+		var joins []queen.Event
+		obs := queen.ObserverFunc(func(ev queen.Event) {
+			if ev.Kind == queen.EventGroupJoined {
+				mu.Lock()
+				joins = append(joins, ev)
+				mu.Unlock()
+			}
+		})
+		logs := &itest.LogBuffer{}
+		e := setup(t, &queen.Options{Observer: obs, Logger: slog.New(slog.NewTextHandler(logs, nil))}, nil)
+		e.push("backlog", "", "m1", 1)
+		e.push("backlog", "", "m2", 2)
+		require.Nil(t, e.pop("/api/v1/pop/queue/backlog?consumerGroup=late"), "mode new, the default: nothing for it")
+		require.Nil(t, e.pop("/api/v1/pop/queue/backlog?consumerGroup=late"))
+		mu.Lock()
+		require.Equal(t, []queen.Event{{Kind: queen.EventGroupJoined, Queue: "backlog", Group: "late", Count: 2}}, joins)
+		mu.Unlock()
+		require.Contains(t, logs.String(), "queue=backlog group=late skipped=2")
 	})
 
 	t.Run("subscription modes of a new group", func(t *testing.T) {
