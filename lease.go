@@ -84,7 +84,9 @@ type PopRequest struct {
 	// whose first pop finds no queue (or whose waiting pop outlives the
 	// queue's deletion) has seen none of its messages yet: in mode "new" it
 	// starts at the first message of the queue created after that pop. The
-	// broker remembers up to 10000 such pops, in memory only.
+	// broker remembers up to 10000 such pops, in memory only. A group's
+	// first pop is reported as [EventGroupJoined], with the number of
+	// messages its start point skips.
 	SubscriptionMode SubscriptionMode
 	SubscriptionFrom time.Time
 	// Conflation makes a new group receive only the newest message of each
