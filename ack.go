@@ -371,7 +371,7 @@ func (b *Broker) applyAcks(items []AckItem, now int64, all bool) ([]AckResult, [
 //
 //   - no such partition or message: [ErrNotFound];
 //   - the group has never popped the queue: [ErrGroupNotFound];
-//   - the item's lease was handed out to another group of the queue:
+//   - the item's lease is a live lease of another group of the queue:
 //     [ErrWrongGroup];
 //   - the group's cursor is past the message, or an earlier call settled
 //     it in the batch still leased: [ErrAlreadySettled];
@@ -392,7 +392,9 @@ func (b *Broker) resolveAck(it *AckItem, res *AckResult, now int64) (ackTarget, 
 		return ackTarget{}, ErrGroupNotFound
 	}
 	if it.LeaseID != "" {
-		if l := b.leases[it.LeaseID]; l != nil && l.g != g && l.g.q == g.q {
+		// Only a live lease counts: an expired one leaves b.leases
+		// lazily, and the answer must not depend on when.
+		if l := b.leases[it.LeaseID]; l != nil && l.g != g && l.g.q == g.q && l.expires > now {
 			return ackTarget{}, ErrWrongGroup
 		}
 	}

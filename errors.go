@@ -34,9 +34,10 @@ var (
 	// status the same way: completed for a group once its cursor passed it.
 	ErrAlreadySettled = errors.New("queen: message already settled")
 
-	// ErrWrongGroup reports an ack whose lease was handed out to another
+	// ErrWrongGroup reports an ack whose lease is a live lease of another
 	// consumer group of the queue: the ack names the wrong group. Nothing
-	// changed; the lease is still that group's.
+	// changed; the lease is still that group's. (Once that lease has
+	// expired, the ack is answered from the named group's own state.)
 	ErrWrongGroup = errors.New("queen: lease held by another consumer group")
 
 	// ErrGroupNotFound reports a consumer group that has never popped from
