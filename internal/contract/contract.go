@@ -91,6 +91,7 @@ var cases = []struct {
 	{"Groups", testGroups},
 	{"Errors", testErrors},
 	{"AckAnswers", testAckAnswers},
+	{"WrongGroupExpired", testWrongGroupExpired},
 	{"UnknownGroups", testUnknownGroups},
 	{"Caps", testCaps},
 	{"QueueFull", testQueueFull},
@@ -1237,4 +1238,22 @@ func testCaps(e *env) {
 	cfg.LeaseTime = queen.MaxLease
 	_, err = e.c.ConfigureQueue(e.ctx, "caps", cfg)
 	require.NoError(t, err)
+}
+
+// testWrongGroupExpired: once another group's lease has run out, an ack
+// naming it is answered from the named group's own state, not as the
+// wrong group.
+func testWrongGroupExpired(e *env) {
+	t := e.t
+	e.push("wg", "", `{"n":0}`)
+	bill := e.pop(e.c.Queue("wg").Group("billing").SubscriptionMode(queen.SubscriptionModeAll).LeaseSeconds(10))
+	require.Len(t, bill, 1)
+	audit := e.pop(e.c.Queue("wg").Group("audit").SubscriptionMode(queen.SubscriptionModeAll))
+	require.Len(t, audit, 1)
+	_, err := e.c.Ack(e.ctx, bill[0], true, queen.AckOptions{ConsumerGroup: "audit"})
+	require.ErrorIs(t, err, queen.ErrWrongGroup, "billing's lease is live")
+	e.clock.Advance(11 * time.Second)
+	_, err = e.c.Ack(e.ctx, bill[0], true, queen.AckOptions{ConsumerGroup: "audit"})
+	require.ErrorIs(t, err, queen.ErrLeaseExpired, "billing's lease ran out: it does not hold audit's message")
+	e.ackAll(audit)
 }
