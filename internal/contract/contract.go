@@ -1256,4 +1256,17 @@ func testWrongGroupExpired(e *env) {
 	_, err = e.c.Ack(e.ctx, bill[0], true, queen.AckOptions{ConsumerGroup: "audit"})
 	require.ErrorIs(t, err, queen.ErrLeaseExpired, "billing's lease ran out: it does not hold audit's message")
 	e.ackAll(audit)
+
+	// The same group's lease on another queue is not another group's.
+	e.push("wg2", "", `{"n":1}`)
+	other := e.pop(e.c.Queue("wg2").Group("audit").SubscriptionMode(queen.SubscriptionModeAll))
+	require.Len(t, other, 1)
+	e.push("wg", "", `{"n":2}`)
+	next := e.pop(e.c.Queue("wg").Group("audit"))
+	require.Len(t, next, 1)
+	_, err = e.c.Ack(e.ctx, next[0], true, queen.AckOptions{LeaseID: other[0].LeaseID})
+	require.ErrorIs(t, err, queen.ErrLeaseExpired, "a lease of audit on wg2 does not hold audit's message of wg")
+	require.NotErrorIs(t, err, queen.ErrWrongGroup)
+	e.ackAll(next)
+	e.ackAll(other)
 }
