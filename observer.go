@@ -82,9 +82,10 @@ type Counters struct {
 	Pushed int64 // messages queued by pushes (duplicates and failures excluded)
 	Popped int64 // messages delivered by pops
 	// Acked counts the ack items that settled or gave back a message, by
-	// status. Refused items are not counted, nor items that changed
-	// nothing: a re-ack of a message already settled, or an item behind
-	// one that comes back in the same call (delivered again).
+	// status. Refused items are not counted (a re-ack of a message already
+	// settled is refused with [ErrAlreadySettled]), nor items that changed
+	// nothing: a repeat of an item in the same call, or an item behind one
+	// that comes back in the same call (delivered again).
 	Acked        map[AckStatus]int64
 	LeasesRenew  int64 // lease renewals
 	LeasesExpire int64 // leases that ran out
