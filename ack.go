@@ -42,7 +42,9 @@ type AckItem struct {
 	TransactionID string // required
 	PartitionID   string // required
 	// LeaseID fences the ack: it is refused with [ErrLeaseExpired] unless
-	// that lease still holds the partition. Empty means unfenced.
+	// that lease still holds the message (with [ErrWrongGroup] if it is
+	// another group's lease). Empty means unfenced: any live lease of the
+	// group may hold it.
 	LeaseID string
 	// Group is the consumer group that popped it; empty means queue mode.
 	Group  string
@@ -61,8 +63,22 @@ type AckResult struct {
 	Queue         string
 	Partition     string
 	Success       bool
-	// Err says why the item was refused: [ErrNotFound] (no such message),
-	// [ErrLeaseExpired], or an [*ArgumentError] for an unknown status.
+	// Err says why the item was refused; a refused item has Success false
+	// and changed nothing. In the order the broker checks them:
+	//
+	//   - [ErrNotFound]: no such partition or message;
+	//   - [ErrGroupNotFound]: the group never popped the queue (it also
+	//     matches ErrNotFound);
+	//   - [ErrWrongGroup]: the item's lease belongs to another group;
+	//   - [ErrAlreadySettled]: the group settled the message before (its
+	//     cursor is past it); it is not delivered again;
+	//   - [ErrLeaseExpired]: the lease no longer holds the message, which
+	//     the group has not settled; it is delivered again;
+	//   - an [*ArgumentError]: an unknown status, or a status other than
+	//     the one an earlier item of the same call gave the message.
+	//
+	// Over HTTP each has its own per-item error text (see package
+	// httpapi), which package remote maps back to the same error.
 	Err error
 	// LeaseReleased reports that this ack freed the partition's lease.
 	LeaseReleased bool
@@ -92,8 +108,9 @@ type AckOptions struct {
 }
 
 // Ack settles one message: completed when ok, failed otherwise (or
-// opts.Status). A refused ack returns the item's error ([ErrLeaseExpired],
-// [ErrNotFound]) along with the result.
+// opts.Status). A refused ack returns the item's error (see
+// [AckResult].Err: [ErrAlreadySettled] for a second ack, [ErrLeaseExpired]
+// after the lease ended, ...) along with the result.
 func (b *Broker) Ack(ctx context.Context, msg *Message, ok bool, opts AckOptions) (*AckResult, error) {
 	if err := b.enter(); err != nil {
 		return nil, err
@@ -131,9 +148,11 @@ func (b *Broker) Ack(ctx context.Context, msg *Message, ok bool, opts AckOptions
 // and anything acked completed after it is delivered again. When several
 // items name the same message, the first decides: a later one with the
 // same status succeeds and changes nothing, one with another status (say
-// completed, then dlq) is refused with an [*ArgumentError]. Refused items
-// change nothing and are reported in their result; the call's error is for
-// invalid input and storage failures.
+// completed, then dlq) is refused with an [*ArgumentError]. An item naming
+// a message an earlier call settled is refused with [ErrAlreadySettled],
+// whatever its status. Refused items change nothing and are reported in
+// their result (see [AckResult].Err); the call's error is for invalid
+// input and storage failures.
 func (b *Broker) AckBatch(ctx context.Context, items []AckItem) ([]AckResult, error) {
 	if err := b.enter(); err != nil {
 		return nil, err
@@ -307,10 +326,6 @@ func (b *Broker) applyAcks(items []AckItem, now int64, all bool) ([]AckResult, [
 			}
 			continue
 		}
-		if t.c == nil { // already settled: nothing to do
-			res.Success, res.unchanged = true, true
-			continue
-		}
 		// The first item naming a message decides its fate; a later one
 		// asking for another outcome is refused (a repeat is a no-op).
 		if first, ok := seen[flightRef{t.c, t.fi}]; ok && normStatus(items[first].Status) != normStatus(it.Status) {
@@ -351,8 +366,18 @@ func (b *Broker) applyAcks(items []AckItem, now int64, all bool) ([]AckResult, [
 	return results, ops, nil
 }
 
-// resolveAck finds the delivered message an item names. A zero target
-// with no error means the message was already settled by that group.
+// resolveAck finds the delivered message an item names, or says why the
+// item is refused. The answers are checked in this order:
+//
+//   - no such partition or message: [ErrNotFound];
+//   - the group has never popped the queue: [ErrGroupNotFound];
+//   - the item's lease is a live lease of another group of the queue:
+//     [ErrWrongGroup];
+//   - the group's cursor is past the message, or an earlier call settled
+//     it in the batch still leased: [ErrAlreadySettled];
+//   - the item's lease does not hold the message (expired, released,
+//     taken over), or, unfenced, no lease of the group holds it:
+//     [ErrLeaseExpired].
 func (b *Broker) resolveAck(it *AckItem, res *AckResult, now int64) (ackTarget, error) {
 	p := b.partitionByID(it.PartitionID)
 	if p == nil {
@@ -364,18 +389,27 @@ func (b *Broker) resolveAck(it *AckItem, res *AckResult, now int64) (ackTarget, 
 		if _, found, err := b.offsetOf(p, it.TransactionID); err != nil || !found {
 			return ackTarget{}, errors.Join(ErrNotFound, err)
 		}
-		return ackTarget{}, ErrLeaseExpired
+		return ackTarget{}, ErrGroupNotFound
+	}
+	if it.LeaseID != "" {
+		// Only a live lease counts: an expired one leaves b.leases
+		// lazily, and the answer must not depend on when.
+		if l := b.leases[it.LeaseID]; l != nil && l.g != g && l.g.q == g.q && l.expires > now {
+			return ackTarget{}, ErrWrongGroup
+		}
 	}
 	c := startCursor(g, p)
 	if c.fl != nil && c.fl.lease != nil && c.fl.lease.expires <= now {
 		b.expireLease(c.fl.lease, now)
 	}
-	live := c.fl != nil && c.fl.lease != nil && len(c.fl.msgs) > 0
-	if it.LeaseID != "" && (!live || c.fl.lease.id != it.LeaseID) {
-		return ackTarget{}, ErrLeaseExpired
-	}
-	if live {
+	if c.fl != nil && c.fl.lease != nil && len(c.fl.msgs) > 0 {
 		if fi := c.fl.find(it.TransactionID); fi >= 0 {
+			switch {
+			case c.fl.msgs[fi].settled:
+				return ackTarget{}, ErrAlreadySettled
+			case it.LeaseID != "" && c.fl.lease.id != it.LeaseID:
+				return ackTarget{}, ErrLeaseExpired
+			}
 			return ackTarget{c: c, fi: fi}, nil
 		}
 	}
@@ -387,7 +421,7 @@ func (b *Broker) resolveAck(it *AckItem, res *AckResult, now int64) (ackTarget, 
 		return ackTarget{}, ErrNotFound
 	}
 	if off < c.offset {
-		return ackTarget{}, nil // settled before
+		return ackTarget{}, ErrAlreadySettled
 	}
 	return ackTarget{}, ErrLeaseExpired
 }

@@ -99,20 +99,27 @@ func (q *QueueBuilder) SubscriptionFrom(ts string) *QueueBuilder {
 	return q.with(func(c *QueueBuilder) { c.from = ts })
 }
 
-// Batch is the most messages one pop takes, over all its partitions. With
-// [QueueBuilder.Fetch] it is the most records read per partition.
+// Batch is the most messages one pop takes, over all its partitions: at
+// most [MaxBatch] (10000); more is an error. With [QueueBuilder.Fetch] it
+// is the most records read per partition (a page holds at most 1000).
 func (q *QueueBuilder) Batch(n int) *QueueBuilder {
 	if n < 0 {
 		return q.fail("Batch", "must not be negative")
+	}
+	if n > MaxBatch {
+		return q.fail("Batch", "must be at most %d, not %d", MaxBatch, n)
 	}
 	return q.with(func(c *QueueBuilder) { c.batch = n })
 }
 
 // Partitions is how many partitions one pop may claim (1 to 64), sharing
-// the Batch between them.
+// the Batch between them. Above 64 ([MaxPartitions]) is an error.
 func (q *QueueBuilder) Partitions(n int) *QueueBuilder {
 	if n < 0 {
 		return q.fail("Partitions", "must not be negative")
+	}
+	if n > MaxPartitions {
+		return q.fail("Partitions", "must be at most %d, not %d", MaxPartitions, n)
 	}
 	return q.with(func(c *QueueBuilder) { c.partitions = n })
 }
@@ -125,11 +132,14 @@ func (q *QueueBuilder) Wait(wait bool) *QueueBuilder {
 }
 
 // Timeout bounds one waiting pop: 30 s when zero (the default), at most
-// 60 s (a longer one is cut to 60 s). A negative d is an error.
+// 60 s ([MaxPopTimeout]). A negative d, or a longer one, is an error.
 // [QueueBuilder.TimeoutMillis] sets the same option; the last call wins.
 func (q *QueueBuilder) Timeout(d time.Duration) *QueueBuilder {
 	if d < 0 {
 		return q.fail("Timeout", "must not be negative, not %v", d)
+	}
+	if d > MaxPopTimeout {
+		return q.fail("Timeout", "must be at most %v, not %v", MaxPopTimeout, d)
 	}
 	return q.with(func(c *QueueBuilder) { c.timeout = d })
 }
@@ -141,17 +151,23 @@ func (q *QueueBuilder) TimeoutMillis(ms int) *QueueBuilder {
 	if ms < 0 {
 		return q.fail("TimeoutMillis", "must not be negative")
 	}
+	if ms > int(MaxPopTimeout/time.Millisecond) {
+		return q.fail("TimeoutMillis", "must be at most %d, not %d", MaxPopTimeout/time.Millisecond, ms)
+	}
 	return q.with(func(c *QueueBuilder) { c.timeout = time.Duration(ms) * time.Millisecond })
 }
 
 // Lease is how long a pop leases its messages: the queue's LeaseTime when
 // zero (the default), else at least 1 s (Queen counts leases in whole
 // seconds; a remote client rounds up to the next second). A negative d,
-// or one between 0 and 1 s, is an error. [QueueBuilder.LeaseSeconds] sets
-// the same option; the last call wins.
+// one between 0 and 1 s, or one above [MaxLease] (365 days) is an error.
+// [QueueBuilder.LeaseSeconds] sets the same option; the last call wins.
 func (q *QueueBuilder) Lease(d time.Duration) *QueueBuilder {
 	if d < 0 || d > 0 && d < time.Second {
 		return q.fail("Lease", "must be 0 (the queue's LeaseTime) or at least 1s, not %v", d)
+	}
+	if d > MaxLease {
+		return q.fail("Lease", "must be at most %v, not %v", MaxLease, d)
 	}
 	return q.with(func(c *QueueBuilder) { c.lease = d })
 }
@@ -162,6 +178,9 @@ func (q *QueueBuilder) Lease(d time.Duration) *QueueBuilder {
 func (q *QueueBuilder) LeaseSeconds(s int) *QueueBuilder {
 	if s < 0 {
 		return q.fail("LeaseSeconds", "must not be negative")
+	}
+	if s > int(MaxLease/time.Second) {
+		return q.fail("LeaseSeconds", "must be at most %d, not %d", MaxLease/time.Second, s)
 	}
 	return q.with(func(c *QueueBuilder) { c.lease = time.Duration(s) * time.Second })
 }

@@ -338,7 +338,11 @@ func (lb *leaseBook) settled(items []AckItem, results []AckResult) {
 		it, res := &items[i], &results[i]
 		n := lb.leases[it.LeaseID]
 		if n == nil || !res.Success {
-			if n != nil && errors.Is(res.Err, ErrLeaseExpired) {
+			switch {
+			case n == nil:
+			case errors.Is(res.Err, ErrAlreadySettled): // settled before, by anyone
+				n.settled[deliveryKey{it.PartitionID, "", it.TransactionID}] = true
+			case errors.Is(res.Err, ErrLeaseExpired):
 				n.gone = true
 			}
 			continue

@@ -89,19 +89,20 @@ func TestCounters_AcksCountWhatChanged(t *testing.T) {
 
 		ackAll(t, b, []*queen.Message{m2}, queen.AckCompleted) // settled, cursor held by m1
 		require.EqualValues(t, 1, completed())
-		ackAll(t, b, []*queen.Message{m2}, queen.AckCompleted) // again, same lease
+		again := ack(t, b, ackItems([]*queen.Message{m2}, queen.AckCompleted)...) // same lease
+		require.ErrorIs(t, again[0].Err, queen.ErrAlreadySettled)
 		require.EqualValues(t, 1, completed(), "a re-ack within the lease")
 		ackAll(t, b, []*queen.Message{m1}, queen.AckCompleted)
 		require.EqualValues(t, 2, completed())
 		require.EqualValues(t, 2, cursorOf(t, b, "q", "Default", "").Offset)
-		for _, m := range msgs { // below the cursor now, unfenced
+		for _, m := range msgs { // below the cursor now, fenced and unfenced
 			res, err := b.Ack(context.Background(), m, true, queen.AckOptions{LeaseID: "-"})
-			require.ErrorIs(t, err, queen.ErrLeaseExpired, "fenced by a lease that is gone")
+			require.ErrorIs(t, err, queen.ErrAlreadySettled, "fenced by a lease that is gone")
 			require.False(t, res.Success)
 			m.LeaseID = ""
 			res, err = b.Ack(context.Background(), m, true, queen.AckOptions{})
-			require.NoError(t, err)
-			require.True(t, res.Success, "settled before: accepted")
+			require.ErrorIs(t, err, queen.ErrAlreadySettled, "unfenced")
+			require.False(t, res.Success, "settled before: refused")
 		}
 		require.EqualValues(t, 2, completed(), "settled before: not counted")
 		require.Equal(t, map[eventKey]int{{kind: queen.EventAck, queue: "q", group: queen.QueueModeGroup, status: queen.AckCompleted}: 2}, obs.acks())

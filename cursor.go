@@ -491,11 +491,15 @@ func (b *Broker) takePopBeforeQueue(queue, group string) (int64, bool) {
 }
 
 // forgetEarlyPops drops what is remembered of group's pops before its
-// queues existed (of queue only, unless queue is ""). Under b.mu.
-func (b *Broker) forgetEarlyPops(group, queue string) {
+// queues existed (of queue only, unless queue is ""), and says how many
+// it dropped. Under b.mu.
+func (b *Broker) forgetEarlyPops(group, queue string) int {
+	n := 0
 	for k := range b.early {
 		if k.group == group && (queue == "" || k.queue == queue) {
 			delete(b.early, k)
+			n++
 		}
 	}
+	return n
 }

@@ -171,9 +171,10 @@ func TestCursor_AckRefusals(t *testing.T) {
 	res, err := b.Ack(bg, m, true, queen.AckOptions{})
 	require.NoError(t, err)
 	require.True(t, res.LeaseReleased)
-	// Acking it again (unfenced) is a harmless no-op.
+	// Acking it again (unfenced) is refused as settled, and changes nothing.
 	res2 := ack(t, b, queen.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID})
-	require.True(t, res2[0].Success)
+	require.False(t, res2[0].Success)
+	require.ErrorIs(t, res2[0].Err, queen.ErrAlreadySettled)
 	// An unfenced ack of a message nobody holds is refused.
 	f, err := b.Fetch(bg, "r", "", 1, 1)
 	require.NoError(t, err)
@@ -261,11 +262,13 @@ func TestCursor_SeekReleasesLeaseAndMoves(t *testing.T) {
 		re := pop(t, b, queen.PopRequest{Queue: "events", Group: "archiver", Partition: "a", Batch: 10})
 		require.Equal(t, []int64{3, 4}, offsets(re.Messages), "reads again since that time")
 
-		// The seek to the end releases the live lease; acks of the abandoned batch are refused.
+		// The seek to the end releases the live lease; acks of the
+		// abandoned batch are refused: the cursor moved past them, so for
+		// the group they are settled (they do not come back).
 		_, err = b.SeekGroup(bg, "archiver", "events", queen.SeekOptions{ToEnd: true})
 		require.NoError(t, err)
 		r := ack(t, b, ackItems(re.Messages, queen.AckCompleted)...)
-		require.ErrorIs(t, r[0].Err, queen.ErrLeaseExpired)
+		require.ErrorIs(t, r[0].Err, queen.ErrAlreadySettled)
 		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "events", Group: "archiver", Partitions: 2, Batch: 10}).Messages)
 		pushN(t, b, "events", "b", 1)
 		require.Len(t, pop(t, b, queen.PopRequest{Queue: "events", Group: "archiver", Batch: 10}).Messages, 1)
@@ -281,8 +284,14 @@ func TestCursor_SeekReleasesLeaseAndMoves(t *testing.T) {
 		_, err = b.SeekGroup(bg, "archiver", "nope", queen.SeekOptions{})
 		require.ErrorIs(t, err, queen.ErrNotFound)
 		res, err = b.SeekGroup(bg, "never-popped", "events", queen.SeekOptions{})
-		require.NoError(t, err)
-		require.Zero(t, res.PartitionsUpdated)
+		require.ErrorIs(t, err, queen.ErrGroupNotFound, "a typo is not a seek of nothing")
+		require.ErrorIs(t, err, queen.ErrNotFound)
+		require.Nil(t, res)
+		_, err = b.SeekPartition(bg, "never-popped", "events", "a", queen.SeekOptions{})
+		require.ErrorIs(t, err, queen.ErrGroupNotFound)
+		_, err = b.SeekPartition(bg, "never-popped", "events", "zzz", queen.SeekOptions{})
+		require.ErrorIs(t, err, queen.ErrNotFound, "the partition is checked first")
+		require.NotErrorIs(t, err, queen.ErrGroupNotFound)
 	})
 }
 
@@ -305,8 +314,8 @@ func TestCursor_DeleteGroupAndSubscription(t *testing.T) {
 	clock.Advance(time.Minute)
 	pushN(t, b, "q", "", 1)
 	rows, err := b.SetGroupSubscription(bg, "late", time.Unix(0, 0))
-	require.NoError(t, err)
-	require.Zero(t, rows, "unknown group: nothing to move")
+	require.ErrorIs(t, err, queen.ErrGroupNotFound, "unknown group: nothing to move")
+	require.Zero(t, rows)
 	_ = pop(t, b, queen.PopRequest{Queue: "q", Group: "late", Partition: "zzz"}) // joins with mode new
 	rows, err = b.SetGroupSubscription(bg, "late", time.Unix(0, 0))
 	require.NoError(t, err)
@@ -333,7 +342,18 @@ func TestCursor_GroupThatPoppedBeforeTheQueueExistedMissesNothing(t *testing.T) 
 		require.NoError(t, err)
 		require.Equal(t, queen.SubscriptionModeNew, gs[0].Mode)
 
-		// Forgetting the group forgets its early pop too.
+		// Forgetting the group forgets its early pop too: that is a group
+		// found (0 cursors removed), on its queue that does not exist yet
+		// as on every queue; without deleteMetadata the queue is unknown.
+		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "later2", Group: "h"}).Messages)
+		_, err = b.DeleteGroup(bg, "h", "later2", false)
+		require.ErrorIs(t, err, queen.ErrNotFound)
+		require.NotErrorIs(t, err, queen.ErrGroupNotFound)
+		n, err := b.DeleteGroup(bg, "h", "later2", true)
+		require.NoError(t, err)
+		require.Zero(t, n)
+		_, err = b.DeleteGroup(bg, "h", "", true)
+		require.ErrorIs(t, err, queen.ErrGroupNotFound, "forgotten already")
 		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "later2", Group: "h"}).Messages)
 		_, err = b.DeleteGroup(bg, "h", "", true)
 		require.NoError(t, err)
@@ -536,7 +556,8 @@ func TestLoad_PartitionEndsAfterRestart(t *testing.T) {
 
 // After a restart a group may have no cursor in a partition it read (none
 // was stored at the first message); an ack of a lease that died with the
-// process is still refused as expired, even once the message is deleted.
+// process is refused: as expired while the message is there, as not found
+// once it is deleted.
 func TestCursor_AckAfterRestartWithoutStoredCursor(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -548,10 +569,14 @@ func TestCursor_AckAfterRestartWithoutStoredCursor(t *testing.T) {
 	require.NoError(t, b.Close())
 
 	b = itest.OpenDir(t, dir, opts)
-	require.NoError(t, b.DeleteMessage(bg, res.Messages[0].PartitionID, "t0"))
 	out, err := b.AckBatch(bg, ackItems(res.Messages, queen.AckCompleted))
 	require.NoError(t, err)
 	require.ErrorIs(t, out[0].Err, queen.ErrLeaseExpired)
+	require.NoError(t, b.DeleteMessage(bg, res.Messages[0].PartitionID, "t0"))
+	out, err = b.AckBatch(bg, ackItems(res.Messages, queen.AckCompleted))
+	require.NoError(t, err)
+	require.ErrorIs(t, out[0].Err, queen.ErrNotFound)
+	require.NotErrorIs(t, out[0].Err, queen.ErrGroupNotFound)
 }
 
 // A group in mode "new" moved back by SetGroupSubscription counts again

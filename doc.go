@@ -105,6 +105,47 @@
 // [github.com/queenlite/queen/queentest] opens such a broker for one test,
 // with a fake [Clock] that moves leases and retry delays without sleeping.
 //
+// # Limits
+//
+// Every cap, and what a value above it does. In Go (a [Broker], a remote
+// client, the [QueueBuilder]) a value out of range is refused with an
+// [*ArgumentError] naming the field and the limit (a payload too large
+// with [ErrTooLarge]), except page sizes, which cap a page (the result
+// says where to read on). Over HTTP (package
+// httpapi) batch, partitions and timeout are clamped, as Queen's wire
+// contract says, so that Queen's clients keep working whatever they send;
+// everything else out of range is a 400 naming the limit. Negative numbers
+// are refused everywhere.
+//
+//	value                          cap                          Go        HTTP
+//	PopRequest.Batch, batch        1..10000 (MaxBatch), 0 is 1  refuses   clamps
+//	PopRequest.Partitions          1..64 (MaxPartitions)        refuses   clamps
+//	PopRequest.Timeout, timeout    60 s (MaxPopTimeout),        refuses   clamps
+//	                               0 is 30 s
+//	PopRequest.Lease, leaseSeconds 1 s..365 days (MaxLease)     refuses   refuses
+//	RenewLease d, extend seconds   365 days (MaxLease)          refuses   refuses
+//	QueueConfig.LeaseTime          1 s..365 days (MaxLease)     refuses   refuses
+//	other configure numbers        2^30 (s, ms or count)        -         refuses
+//	AckBatch items                 10000 (MaxAckItems)          refuses   refuses
+//	names (queue, partition,       255 bytes (MaxNameLen)       refuses   refuses
+//	group, transactionId, labels)
+//	payload                        MaxPayload, less in memory   refuses   refuses (413)
+//	                               ([Broker.MaxPayload])
+//	request body                   16 MiB (MaxBodyBytes)        -         refuses (413)
+//	page sizes (Fetch, dead        1000                         clamps    clamps
+//	letters, parked, messages,
+//	traces)
+//	list offsets                   2^31-1                       -         clamps
+//	minLagSeconds                  2^30                         -         clamps
+//	httpapi DefaultBatch,          10000, 60 s                  -         clamps
+//	DefaultTimeout
+//
+// The clamps of the wire follow Queen's contract: a pop waits at most 60 s
+// and claims at most 64 partitions, and a batch is at most 10000 messages.
+// Queen's clients send batch=1&timeout=30000 by default (wait=true in their
+// consume loops), well inside them; a larger value still pops, as it does
+// on Queen's own server, which has no caps.
+//
 // # Concurrency
 //
 // Every method of [Broker] is safe for concurrent use. Methods that touch

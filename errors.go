@@ -18,8 +18,36 @@ var (
 	ErrNotFound = errors.New("queen: not found")
 
 	// ErrLeaseExpired reports an ack or renewal naming a lease that no longer
-	// owns the partition: it expired, was released, or was taken over.
+	// owns the partition: it expired, was released (by a failed or retry
+	// ack of its batch, a seek or a group delete), or was taken over. An
+	// ack refused so names a message the group has not settled: it is
+	// delivered again (see [AckResult]).
 	ErrLeaseExpired = errors.New("queen: invalid or expired lease")
+
+	// ErrAlreadySettled reports an ack of a message the group has already
+	// settled: its cursor is past the message (an earlier ack completed,
+	// dead-lettered or parked it, or a seek moved over it), or an earlier
+	// call acked it in the batch still leased. The ack changed nothing,
+	// whatever its status: an ack with status dlq of a completed message
+	// does not dead-letter it. The message is not delivered to that group
+	// again (unless a seek moves the group back). Queen derives a message's
+	// status the same way: completed for a group once its cursor passed it.
+	ErrAlreadySettled = errors.New("queen: message already settled")
+
+	// ErrWrongGroup reports an ack whose lease is a live lease of another
+	// consumer group of the queue: the ack names the wrong group. Nothing
+	// changed; the lease is still that group's. (Once that lease has
+	// expired, the ack is answered from the named group's own state.)
+	ErrWrongGroup = errors.New("queen: lease held by another consumer group")
+
+	// ErrGroupNotFound reports a consumer group that has never popped from
+	// the queue a call names (or from any queue, for calls that take no
+	// queue): an ack for it, a seek, [Broker.DeleteGroup] or
+	// [Broker.SetGroupSubscription]. It matches [ErrNotFound] under
+	// [errors.Is]. A group starts at its first pop; to start one at a
+	// time, pop with [PopRequest].SubscriptionFrom (the builder's
+	// [QueueBuilder.SubscriptionFrom]).
+	ErrGroupNotFound error = &notFoundError{"queen: consumer group not found"}
 
 	// ErrInvalidArgument reports a bad input value. The error is always an
 	// [*ArgumentError] naming the field.
@@ -62,6 +90,12 @@ var (
 	// its operations was refused; the error is a [*TransactionError].
 	ErrTransactionAborted = errors.New("queen: transaction aborted")
 )
+
+// notFoundError is a more precise [ErrNotFound].
+type notFoundError struct{ text string }
+
+func (e *notFoundError) Error() string        { return e.text }
+func (e *notFoundError) Is(target error) bool { return target == ErrNotFound }
 
 // ArgumentError describes an invalid input. It matches [ErrInvalidArgument]
 // under [errors.Is].

@@ -21,6 +21,24 @@ type lease struct {
 	cursors []*cursor
 }
 
+// Limits of a pop, a lease and a renewal. A value above one is refused
+// with an [*ArgumentError] naming the limit; over HTTP, package httpapi
+// clamps batch, partitions and timeout to them instead, as Queen's wire
+// contract says (see Limits in the package documentation).
+const (
+	// MaxBatch is the most messages one pop returns ([PopRequest].Batch).
+	MaxBatch = 10000
+	// MaxPartitions is the most partitions one pop claims
+	// ([PopRequest].Partitions).
+	MaxPartitions = 64
+	// MaxPopTimeout is the longest a waiting pop waits
+	// ([PopRequest].Timeout).
+	MaxPopTimeout = 60 * time.Second
+	// MaxLease is the longest lease: of a pop ([PopRequest].Lease), a
+	// queue ([QueueConfig].LeaseTime) or a renewal ([Broker.RenewLease]).
+	MaxLease = 365 * 24 * time.Hour
+)
+
 // PopRequest says what to pop. The zero value of each field means its
 // default.
 type PopRequest struct {
@@ -34,18 +52,20 @@ type PopRequest struct {
 	// Group is the consumer group; empty means [QueueModeGroup].
 	Group string
 	// Batch is the most messages to return, over all partitions.
-	// Defaults to 1 (autopilot picks 100–1000); capped at 10000.
+	// Defaults to 1 (autopilot picks 100–1000); at most [MaxBatch] (10000).
 	Batch int
 	// Partitions is how many partitions one pop may claim, sharing one
-	// lease. Defaults to 1; capped at 64.
+	// lease. Defaults to 1; at most [MaxPartitions] (64).
 	Partitions int
 	// Wait makes the pop wait up to Timeout for a message to arrive.
 	Wait bool
-	// Timeout bounds a waiting pop. Defaults to 30 s; capped at 60 s.
+	// Timeout bounds a waiting pop. Defaults to 30 s; at most
+	// [MaxPopTimeout] (60 s).
 	Timeout time.Duration
 	// Lease is how long the messages stay leased. Defaults to the queue's
 	// LeaseTime (60 s for discovery pops). Below 1 s it is refused (Queen
-	// counts leases in whole seconds); above, it is kept to the microsecond.
+	// counts leases in whole seconds), and above [MaxLease] (365 days);
+	// between, it is kept to the microsecond.
 	Lease time.Duration
 	// CommitOnDelivery moves the group's cursor past the messages as they
 	// are handed out: no lease, no ack, at-most-once (a crash after the pop
@@ -65,7 +85,9 @@ type PopRequest struct {
 	// whose first pop finds no queue (or whose waiting pop outlives the
 	// queue's deletion) has seen none of its messages yet: in mode "new" it
 	// starts at the first message of the queue created after that pop. The
-	// broker remembers up to 10000 such pops, in memory only.
+	// broker remembers up to 10000 such pops, in memory only. A group's
+	// first pop is reported as [EventGroupJoined], with the number of
+	// messages its start point skips.
 	SubscriptionMode SubscriptionMode
 	SubscriptionFrom time.Time
 	// Conflation makes a new group receive only the newest message of each
@@ -153,6 +175,14 @@ func (r *PopRequest) normalize() error {
 		return argErr("PopRequest.Lease", "must not be negative")
 	case r.Lease > 0 && r.Lease < time.Second:
 		return argErr("PopRequest.Lease", "must be at least 1s, not %v", r.Lease)
+	case r.Batch > MaxBatch:
+		return argErr("PopRequest.Batch", "must be at most %d, not %d", MaxBatch, r.Batch)
+	case r.Partitions > MaxPartitions:
+		return argErr("PopRequest.Partitions", "must be at most %d, not %d", MaxPartitions, r.Partitions)
+	case r.Timeout > MaxPopTimeout:
+		return argErr("PopRequest.Timeout", "must be at most %v, not %v", MaxPopTimeout, r.Timeout)
+	case r.Lease > MaxLease:
+		return argErr("PopRequest.Lease", "must be at most %v, not %v", MaxLease, r.Lease)
 	}
 	switch r.SubscriptionMode {
 	case "", SubscriptionModeNew, SubscriptionModeAll:
@@ -170,17 +200,12 @@ func (r *PopRequest) normalize() error {
 	if r.Conflation && r.CommitOnDelivery {
 		return argErr("PopRequest.Conflation", "cannot be combined with CommitOnDelivery")
 	}
-	if r.Batch > 10000 {
-		r.Batch = 10000
-	}
-	r.Partitions = min(r.Partitions, 64)
 	if r.Partition != "" {
 		r.Partitions = 1
 	}
 	if r.Timeout == 0 {
 		r.Timeout = 30 * time.Second
 	}
-	r.Timeout = min(r.Timeout, 60*time.Second)
 	return nil
 }
 
@@ -314,7 +339,10 @@ func (b *Broker) popOnce(ctx context.Context, req *PopRequest, ps *popState) (*P
 	}
 	recreated := ps.seen != nil && ps.seen != q // deleted and created again while this pop waited
 	ps.seen = q
-	g, ops, err := b.join(q, req, now, recreated)
+	g, ops, joinEv, err := b.join(q, req, now, recreated)
+	if joinEv != nil {
+		defer b.reportJoin(*joinEv) // once b.mu is released, on every path below
+	}
 	if err != nil {
 		b.mu.Unlock()
 		return nil, nil, nil, err
@@ -384,19 +412,20 @@ func (b *Broker) popOnce(ctx context.Context, req *PopRequest, ps *popState) (*P
 
 // join returns the group a pop reads through, creating it at its first pop
 // with its start point in every partition. Under b.mu; ops persist a new
-// group and must be written before the pop returns.
+// group and must be written before the pop returns. For a new group it
+// also returns the EventGroupJoined to report (see reportJoin).
 //
 // A named group whose first pop came before the queue existed (an earlier
 // pop found no queue, or the queue was deleted and created again while
 // this pop waited) starts at the queue's first message even in mode
 // "new": everything the queue holds was pushed after that pop.
-func (b *Broker) join(q *queue, req *PopRequest, now int64, recreated bool) (*group, []op, error) {
+func (b *Broker) join(q *queue, req *PopRequest, now int64, recreated bool) (*group, []op, *Event, error) {
 	name := groupName(req.Group)
 	if g := q.groups[name]; g != nil {
 		if g.conflation && req.CommitOnDelivery {
-			return nil, nil, argErr("PopRequest.CommitOnDelivery", "group %q conflates; it cannot autoAck", name)
+			return nil, nil, nil, argErr("PopRequest.CommitOnDelivery", "group %q conflates; it cannot autoAck", name)
 		}
-		return g, nil, nil
+		return g, nil, nil, nil
 	}
 	g := &group{q: q, name: name, joinedAt: now, conflation: req.Conflation}
 	early := false
@@ -418,7 +447,40 @@ func (b *Broker) join(q *queue, req *PopRequest, now int64, recreated bool) (*gr
 		g.mode = b.opts.DefaultSubscriptionMode
 	}
 	ops := b.addGroup(q, g, early)
-	return g, ops, nil
+	return g, ops, &Event{Kind: EventGroupJoined, Queue: q.name, Group: name, Count: int(b.skippedAtJoin(g, early))}, nil
+}
+
+// skippedAtJoin counts the retained messages g's start point skips, just
+// after addGroup placed it, from what the broker keeps in memory (no
+// storage read): in mode "new" every retained message of the queue, in
+// mode "timestamp" those before each partition's start cursor. Under
+// b.mu.
+func (b *Broker) skippedAtJoin(g *group, early bool) int64 {
+	switch {
+	case early:
+		return 0
+	case g.mode == SubscriptionModeNew:
+		return g.q.count
+	case g.mode == modeFrom:
+		var n int64
+		for _, p := range g.q.order {
+			if c := p.cursorOf(g); c != nil && !p.deleted {
+				n += p.storedBetween(p.first, c.offset)
+			}
+		}
+		return n
+	}
+	return 0
+}
+
+// reportJoin hands a group's join to the observer, and logs a join that
+// skipped messages. Not under b.mu.
+func (b *Broker) reportJoin(e Event) {
+	b.observe(e)
+	if e.Count > 0 {
+		b.log.Info("queen: consumer group joined past existing messages; they are not delivered to it",
+			"queue", e.Queue, "group", e.Group, "skipped", e.Count)
+	}
 }
 
 // addGroup installs g on q at its start point (see place) and returns the
@@ -464,7 +526,7 @@ func (b *Broker) claim(g *group, p *partition, req *PopRequest, now int64) ([]cl
 			budget = int64(min(max(int(g.ackRate), 100), 1000))
 		}
 		if parts == 0 {
-			parts = min(max(1, (g.nReady+g.waiters.n)/(g.waiters.n+1)), 64)
+			parts = min(max(1, (g.nReady+g.waiters.n)/(g.waiters.n+1)), MaxPartitions)
 		}
 	}
 	budget, parts = max(budget, 1), max(parts, 1)
@@ -728,7 +790,8 @@ func (b *Broker) expireLease(l *lease, now int64) {
 // is [ErrLeaseExpired] and cannot be renewed (the broker remembers expired
 // leases for an hour, the latest 65536 of them); any other unknown lease,
 // including one released because its messages were all settled, is
-// [ErrNotFound].
+// [ErrNotFound]. A negative d, or one above [MaxLease], is an
+// [*ArgumentError].
 func (b *Broker) RenewLease(ctx context.Context, leaseID string, d time.Duration) (time.Time, error) {
 	if err := b.enter(); err != nil {
 		return time.Time{}, err
@@ -736,6 +799,9 @@ func (b *Broker) RenewLease(ctx context.Context, leaseID string, d time.Duration
 	defer b.leave()
 	if d < 0 {
 		return time.Time{}, argErr("d", "must not be negative")
+	}
+	if d > MaxLease {
+		return time.Time{}, argErr("d", "must be at most %v, not %v", MaxLease, d)
 	}
 	if d == 0 {
 		d = 60 * time.Second

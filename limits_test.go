@@ -94,13 +94,15 @@ func TestLimits_TenThousandItems(t *testing.T) {
 		for i, r := range res {
 			require.Equal(t, int64(i), r.Offset)
 		}
-		got := pop(t, b, queen.PopRequest{Queue: "many", Batch: 50000})
-		require.Len(t, got.Messages, 10000, "Batch is capped at 10000")
+		_, err := b.Pop(bg, queen.PopRequest{Queue: "many", Batch: 50000})
+		require.ErrorIs(t, err, queen.ErrInvalidArgument, "Batch is at most 10000")
+		got := pop(t, b, queen.PopRequest{Queue: "many", Batch: queen.MaxBatch})
+		require.Len(t, got.Messages, 10000)
 		for i, m := range got.Messages {
 			require.Equal(t, int64(i), m.Offset)
 		}
 		items := ackItems(got.Messages, queen.AckCompleted)
-		_, err := b.AckBatch(bg, append(items, items[0]))
+		_, err = b.AckBatch(bg, append(items, items[0]))
 		require.ErrorIs(t, err, queen.ErrInvalidArgument, "10,001 ack items")
 		ackAll(t, b, got.Messages, queen.AckCompleted)
 		rest := pop(t, b, queen.PopRequest{Queue: "many", Batch: 10000})

@@ -124,7 +124,7 @@ func (c *chaos) count(k string) {
 }
 
 // documented are the errors a call may return here: the sentinels.
-var documented = []error{queen.ErrNotFound, queen.ErrLeaseExpired, queen.ErrQueueFull, queen.ErrTooLarge, queen.ErrTransactionAborted, queen.ErrInvalidArgument, context.Canceled, context.DeadlineExceeded}
+var documented = []error{queen.ErrNotFound, queen.ErrLeaseExpired, queen.ErrAlreadySettled, queen.ErrWrongGroup, queen.ErrQueueFull, queen.ErrTooLarge, queen.ErrTransactionAborted, queen.ErrInvalidArgument, context.Canceled, context.DeadlineExceeded}
 
 // check fails on an error that is not a documented sentinel (ErrClosed
 // only while the broker is closing).

@@ -146,10 +146,16 @@ func gack(it queen.AckItem, expr, lexpr string) string {
 }
 
 func gerr(err error) string {
-	for _, e := range []error{queen.ErrClosed, queen.ErrNotFound, queen.ErrLeaseExpired, queen.ErrInvalidArgument, queen.ErrQueueFull,
-		queen.ErrTooLarge, queen.ErrTransactionAborted, context.Canceled} {
+	for _, e := range []error{queen.ErrClosed, queen.ErrGroupNotFound, queen.ErrNotFound, queen.ErrLeaseExpired, queen.ErrAlreadySettled,
+		queen.ErrWrongGroup, queen.ErrInvalidArgument, queen.ErrQueueFull, queen.ErrTooLarge, queen.ErrTransactionAborted, context.Canceled} {
 		if errors.Is(err, e) {
 			switch e {
+			case queen.ErrGroupNotFound:
+				return "queen.ErrGroupNotFound"
+			case queen.ErrAlreadySettled:
+				return "queen.ErrAlreadySettled"
+			case queen.ErrWrongGroup:
+				return "queen.ErrWrongGroup"
 			case context.Canceled:
 				return "context.Canceled"
 			case queen.ErrClosed:
@@ -706,7 +712,7 @@ func (m *seqModel) popCheck(where string, q *smQueue, g *smGroup, req queen.PopR
 		if d == 0 {
 			d = q.leaseTime()
 		}
-		l = &smLease{id: res.LeaseID, expires: now + d.Microseconds()}
+		l = &smLease{id: res.LeaseID, expires: now + d.Microseconds(), q: q, g: g}
 		m.leases[l.id] = l
 	} else if res.LeaseID != "" {
 		m.failf("pop.lease", "%s: autoAck pop with lease %s", where, res.LeaseID)
@@ -1067,22 +1073,31 @@ func (m *seqModel) resolve(it queen.AckItem) (smTarget, bool, error) {
 		return smTarget{}, false, queen.ErrNotFound
 	}
 	g := p.q.groups[groupOf(it.Group)]
-	var c *smCursor
-	if g != nil {
-		c = g.cursors[p.name]
+	if g == nil {
+		if _, ok := p.txOffset(it.TransactionID); ok {
+			return smTarget{}, false, queen.ErrGroupNotFound
+		}
+		return smTarget{}, false, queen.ErrNotFound
 	}
+	if l := m.leases[it.LeaseID]; it.LeaseID != "" && l != nil && l.g != g && l.q == p.q &&
+		!l.released && !l.lost && !l.expired && m.now() < l.expires {
+		return smTarget{}, false, queen.ErrWrongGroup // another group's live lease
+	}
+	c := g.cursors[p.name]
 	if c == nil {
 		if _, ok := p.txOffset(it.TransactionID); ok {
 			return smTarget{}, false, queen.ErrLeaseExpired
 		}
 		return smTarget{}, false, queen.ErrNotFound
 	}
-	live := m.leaseLive(c) && len(c.flights) > 0
-	if it.LeaseID != "" && (!live || c.lease.id != it.LeaseID) {
-		return smTarget{}, false, queen.ErrLeaseExpired
-	}
-	if live {
+	if m.leaseLive(c) && len(c.flights) > 0 {
 		if fi := slices.IndexFunc(c.flights, func(f smFlight) bool { return f.txid == it.TransactionID }); fi >= 0 {
+			switch {
+			case c.flights[fi].settled: // by an earlier call
+				return smTarget{}, false, queen.ErrAlreadySettled
+			case it.LeaseID != "" && c.lease.id != it.LeaseID:
+				return smTarget{}, false, queen.ErrLeaseExpired
+			}
 			return smTarget{p: p, g: g, c: c, fi: fi}, false, nil
 		}
 	}
@@ -1091,7 +1106,7 @@ func (m *seqModel) resolve(it queen.AckItem) (smTarget, bool, error) {
 		return smTarget{}, false, queen.ErrNotFound
 	}
 	if off < c.offset {
-		return smTarget{}, true, nil
+		return smTarget{}, false, queen.ErrAlreadySettled
 	}
 	return smTarget{}, false, queen.ErrLeaseExpired
 }
@@ -1467,10 +1482,13 @@ func (m *seqModel) opSeek(i int, r *rand.Rand, onePart bool) {
 		want = queen.ErrInvalidArgument
 	case q == nil:
 		want = queen.ErrNotFound
-	case onePart:
-		if p = q.parts[part]; p == nil {
-			want = queen.ErrNotFound
-		}
+	case onePart && q.parts[part] == nil:
+		want = queen.ErrNotFound
+	case q.groups[groupOf(group)] == nil:
+		want = queen.ErrGroupNotFound // a seek does not create a group
+	}
+	if onePart && q != nil {
+		p = q.parts[part]
 	}
 	call := "SeekGroup"
 	switch {
@@ -1503,12 +1521,6 @@ func (m *seqModel) opSeek(i int, r *rand.Rand, onePart bool) {
 		return
 	}
 	g := q.groups[groupOf(group)]
-	if g == nil {
-		if res.PartitionsUpdated != 0 {
-			m.failf("seek.result", "%s of unknown group %s: %+v", call, group, res)
-		}
-		return
-	}
 	parts := q.partList()
 	if onePart {
 		parts = []*smPart{p}
@@ -1540,6 +1552,13 @@ func (m *seqModel) opSetSub(r *rand.Rand) {
 	var want error
 	if r.IntN(15) == 0 {
 		from, want = time.Time{}, queen.ErrInvalidArgument
+	} else {
+		want = queen.ErrGroupNotFound // unless some queue has the group
+		for _, q := range m.queues {
+			if q.groups[groupOf(group)] != nil {
+				want = nil
+			}
+		}
 	}
 	admin := r.IntN(3) == 0
 	fcode := m.gtime(from.UnixMicro())
@@ -1601,7 +1620,23 @@ func (m *seqModel) opDeleteGroup(r *rand.Rand) {
 	} else {
 		m.emit("_, err = b.DeleteGroup(ctx, %s, %s, %v)", gq(group), gq(qn), meta)
 	}
-	m.emitErr(nil)
+	// Found: the group on the queue (any queue for ""), or, with meta, a
+	// note of a pop before the queue existed.
+	found := meta && m.hasEarly(groupOf(group), qn)
+	for _, q := range m.queues {
+		if (qn == "" || q.name == qn) && q.groups[groupOf(group)] != nil {
+			found = true
+		}
+	}
+	var want error
+	switch {
+	case found:
+	case qn != "" && m.queues[qn] == nil:
+		want = queen.ErrNotFound
+	default:
+		want = queen.ErrGroupNotFound
+	}
+	m.emitErr(want)
 	var n int
 	var err error
 	if admin {
@@ -1609,7 +1644,7 @@ func (m *seqModel) opDeleteGroup(r *rand.Rand) {
 	} else {
 		n, err = m.b.DeleteGroup(mctx, group, qn, meta)
 	}
-	if !m.checkErr("deletegroup.err", "DeleteGroup", err, nil) {
+	if !m.checkErr("deletegroup.err", "DeleteGroup", err, want) || want != nil {
 		return
 	}
 	removed := 0
@@ -2300,6 +2335,18 @@ func (m *seqModel) noteEarly(queue, group string) {
 	if _, ok := m.early[k]; !ok {
 		m.early[k] = m.now()
 	}
+}
+
+// hasEarly reports whether there is a note of group (on queue, or any
+// queue when "").
+func (m *seqModel) hasEarly(group, queue string) bool {
+	for k := range m.early {
+		q, g, _ := strings.Cut(k, "\x00")
+		if g == group && (queue == "" || q == queue) {
+			return true
+		}
+	}
+	return false
 }
 
 // forgetEarly drops the notes of group (on queue, or every queue when "").

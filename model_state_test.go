@@ -175,6 +175,8 @@ type smLease struct {
 	expired  bool
 	expAt    int64 // when the broker saw it expire, µs (it remembers that for an hour)
 	lost     bool  // the broker restarted, or the queue went
+	q        *smQueue
+	g        *smGroup // the group it was handed to
 }
 
 type smLetter struct {

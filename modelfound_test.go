@@ -131,7 +131,7 @@ func TestModelFound_ShorterHoldAppliesAtOnce(t *testing.T) {
 			set(10 * time.Second)
 			got := make(chan *queen.PopResult, 1)
 			go func() {
-				res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Wait: true, Timeout: time.Hour})
+				res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Wait: true, Timeout: queen.MaxPopTimeout})
 				assert.NoError(t, err)
 				got <- res
 			}()
@@ -297,7 +297,7 @@ func TestModelFound_PartitionWaiterWokenWhenWindowReopens(t *testing.T) {
 	pushOne(t, b, "q", "p", "m2", `2`)                                    // and closes again for 3 s
 	got := make(chan *queen.PopResult, 1)
 	go func() {
-		res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Group: "g", Partition: "p", Batch: 10, Wait: true, Timeout: time.Hour})
+		res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Group: "g", Partition: "p", Batch: 10, Wait: true, Timeout: queen.MaxPopTimeout})
 		assert.NoError(t, err)
 		got <- res
 	}()
@@ -350,7 +350,7 @@ func TestModelFound_WaiterOnAPartitionJoinsItWhenCreated(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = b.Pop(ctx, queen.PopRequest{Queue: "q", Group: "g", Partition: queen.DefaultPartition, Wait: true, Timeout: time.Hour})
+		_, _ = b.Pop(ctx, queen.PopRequest{Queue: "q", Group: "g", Partition: queen.DefaultPartition, Wait: true, Timeout: queen.MaxPopTimeout})
 	}()
 	itest.AwaitWaiting(t, b, 1)
 	pushOne(t, b, "q", "other", "m", `1`) // creates q; the pop joins it and waits on

@@ -26,6 +26,15 @@ const (
 	EventInFlight                          // Count is the change (+1/-1) in running consume handlers
 	EventDeadLettered                      // Count messages moved to the dead-letter store
 	EventParked                            // Count messages moved to the parked store
+	// EventGroupJoined reports a consumer group's first pop of a queue
+	// (queue mode's too): the group now exists there. Count is how many of
+	// the queue's retained messages its start point skips: all of them
+	// for a group that starts in mode "new" (the default, see
+	// [Options].DefaultSubscriptionMode), those pushed before the time for
+	// one that starts at [PopRequest].SubscriptionFrom, none in mode "all"
+	// or for a group that popped before the queue existed. A join that
+	// skips messages is also logged at Info level.
+	EventGroupJoined
 )
 
 // Event is one observation.
@@ -73,9 +82,10 @@ type Counters struct {
 	Pushed int64 // messages queued by pushes (duplicates and failures excluded)
 	Popped int64 // messages delivered by pops
 	// Acked counts the ack items that settled or gave back a message, by
-	// status. Refused items are not counted, nor items that changed
-	// nothing: a re-ack of a message already settled, or an item behind
-	// one that comes back in the same call (delivered again).
+	// status. Refused items are not counted (a re-ack of a message already
+	// settled is refused with [ErrAlreadySettled]), nor items that changed
+	// nothing: a repeat of an item in the same call, or an item behind one
+	// that comes back in the same call (delivered again).
 	Acked        map[AckStatus]int64
 	LeasesRenew  int64 // lease renewals
 	LeasesExpire int64 // leases that ran out

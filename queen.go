@@ -150,7 +150,9 @@ type Options struct {
 	AckSyncDelay time.Duration
 
 	// DefaultSubscriptionMode is where a new named group starts when its
-	// first pop says nothing. Defaults to [SubscriptionModeNew].
+	// first pop says nothing. Defaults to [SubscriptionModeNew]: the group
+	// skips what the queue holds when it joins, which the broker reports
+	// ([EventGroupJoined], with the count) and logs at Info level.
 	DefaultSubscriptionMode SubscriptionMode
 
 	// EncryptionKey is the 32-byte AES-256 key used for queues configured
@@ -159,7 +161,8 @@ type Options struct {
 	EncryptionKey []byte
 
 	// Logger receives the broker's few log lines (storage trouble,
-	// background job failures). Defaults to discarding them.
+	// background job failures, at Info a group that joined past existing
+	// messages). Defaults to discarding them.
 	Logger *slog.Logger
 
 	// Clock is the time source (see [Clock] and [SignalingClock]).

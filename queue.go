@@ -17,7 +17,7 @@ import (
 type QueueConfig struct {
 	// LeaseTime is how long a pop leases its messages when the pop does not
 	// say. Zero means 300 s (60 s for a queue created by a push); below 1 s
-	// is refused.
+	// or above [MaxLease] (365 days) is refused.
 	LeaseTime time.Duration
 	// RetryLimit is how many failed acks a (partition, group) may spend
 	// before the failing message is dead-lettered. Zero means none.
@@ -103,6 +103,9 @@ func (c *QueueConfig) validate(encryptionKey bool) error {
 	}
 	if c.LeaseTime > 0 && c.LeaseTime < time.Second {
 		return argErr("QueueConfig.LeaseTime", "must be at least 1s, not %v", c.LeaseTime)
+	}
+	if c.LeaseTime > MaxLease {
+		return argErr("QueueConfig.LeaseTime", "must be at most %v, not %v", MaxLease, c.LeaseTime)
 	}
 	if c.RetryLimit < 0 {
 		return argErr("QueueConfig.RetryLimit", "must not be negative")

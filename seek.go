@@ -28,9 +28,12 @@ type SeekResult struct {
 // SeekGroup moves group's cursor in every partition of queue. Live leases
 // of the group on the queue are released: their in-flight batches are
 // abandoned, not acked, and acks for them are refused. An unknown queue is
-// [ErrNotFound]; a group that never popped the queue has no cursors and
-// the seek updates nothing. An empty group (or [QueueModeGroup]) is the
-// queue-mode group, as in [PopRequest.Group].
+// [ErrNotFound]; a group that never popped the queue is
+// [ErrGroupNotFound] (a seek does not create a group: a group starts at
+// its first pop, at a time of its choice with
+// [PopRequest].SubscriptionFrom, and can be moved by a seek after that).
+// An empty group (or [QueueModeGroup]) is the queue-mode group, as in
+// [PopRequest.Group].
 func (b *Broker) SeekGroup(ctx context.Context, group, queue string, opts SeekOptions) (*SeekResult, error) {
 	if err := b.enter(); err != nil {
 		return nil, err
@@ -39,8 +42,9 @@ func (b *Broker) SeekGroup(ctx context.Context, group, queue string, opts SeekOp
 	return b.seek(ctx, group, queue, "", opts)
 }
 
-// SeekPartition is [Broker.SeekGroup] for one partition; an unknown
-// partition is [ErrNotFound].
+// SeekPartition is [Broker.SeekGroup] for one partition; an unknown queue
+// or partition is [ErrNotFound], a group that never popped the queue
+// [ErrGroupNotFound].
 func (b *Broker) SeekPartition(ctx context.Context, group, queue, partition string, opts SeekOptions) (*SeekResult, error) {
 	if err := b.enter(); err != nil {
 		return nil, err
@@ -76,7 +80,7 @@ func (b *Broker) seek(ctx context.Context, group, queueName, partName string, op
 	g := q.groups[groupName(group)]
 	if g == nil {
 		b.mu.Unlock()
-		return res, nil
+		return nil, ErrGroupNotFound
 	}
 	now := b.now()
 	var ops []op

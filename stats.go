@@ -250,6 +250,12 @@ func (b *Broker) ListGroups(ctx context.Context, group string) ([]GroupStats, er
 // deleteMetadata the group is forgotten: its next pop starts it afresh. Without, its
 // start point is kept and its cursors go back to it.
 //
+// An unknown queue is [ErrNotFound], and a group that never popped queue
+// (with queue "", any queue) is [ErrGroupNotFound]; nothing changed. With
+// deleteMetadata, a group that only popped queue before the queue existed
+// (see [PopRequest].SubscriptionMode) is found: what the broker remembers
+// of that pop is forgotten, and 0 cursors are removed.
+//
 // As in [PopRequest.Group], an empty group (or [QueueModeGroup]) is the
 // queue-mode group: DeleteGroup(ctx, "", "", …) resets queue mode on
 // every queue.
@@ -267,8 +273,13 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 	now := b.now()
 	var ops []op
 	n := 0
+	found := false
 	if deleteMetadata {
-		b.forgetEarlyPops(name, queue)
+		found = b.forgetEarlyPops(name, queue) > 0
+	}
+	if queue != "" && b.queues[queue] == nil && !found {
+		b.mu.Unlock()
+		return 0, ErrNotFound
 	}
 	for _, q := range b.queues {
 		if queue != "" && q.name != queue {
@@ -278,6 +289,7 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 		if g == nil {
 			continue
 		}
+		found = true
 		n += len(q.parts) // g has a position in each (see cursorOf)
 		if !deleteMetadata && g.mode == SubscriptionModeNew {
 			g.mode, g.from = modeFrom, g.joinedAt
@@ -316,6 +328,10 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 			b.repend(p)
 		}
 	}
+	if !found {
+		b.mu.Unlock()
+		return 0, ErrGroupNotFound
+	}
 	var done <-chan error
 	if len(ops) > 0 {
 		done = b.w.submit(ops)
@@ -338,7 +354,10 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 // as [Broker.SeekGroup] would move it (its retry count and any retry delay
 // or DelayedProcessing hold start over), and so do partitions created later. The kept and the moved cursors are
 // stored, so a restart finds them where they are now. An empty group is
-// the queue-mode group, as in [Broker.DeleteGroup].
+// the queue-mode group, as in [Broker.DeleteGroup]. A group that has
+// popped no queue is [ErrGroupNotFound] (a pop that found no queue does
+// not count): SetGroupSubscription moves groups, it does not create them
+// (see [ErrGroupNotFound]).
 func (b *Broker) SetGroupSubscription(ctx context.Context, group string, from time.Time) (int, error) {
 	if err := b.enter(); err != nil {
 		return 0, err
@@ -356,11 +375,13 @@ func (b *Broker) SetGroupSubscription(ctx context.Context, group string, from ti
 	now := b.now()
 	var ops []op
 	n := 0
+	found := false
 	for _, q := range b.queues {
 		g := q.groups[name]
 		if g == nil {
 			continue
 		}
+		found = true
 		g.mode, g.from = modeFrom, from.UnixMicro()
 		g.scan = 0 // where it stands without a cursor may hold messages now
 		g.waiters.wakeAll()
@@ -395,6 +416,10 @@ func (b *Broker) SetGroupSubscription(ctx context.Context, group string, from ti
 			b.check(c, now)
 			n++
 		}
+	}
+	if !found {
+		b.mu.Unlock()
+		return 0, ErrGroupNotFound
 	}
 	var done <-chan error
 	if len(ops) > 0 {

@@ -143,12 +143,18 @@ func TestTxn_ConcurrentTransactionsNeverOverfillQueue(t *testing.T) {
 		require.Equal(t, committed[i], stored[fmt.Sprintf("tx-%d", i)], "transaction %d", i)
 	}
 	// The acks of the committed transactions, and only those, were applied:
-	// acking every message again succeeds exactly for the others.
+	// acking every message again succeeds exactly for the others, and is
+	// refused as already settled for them.
 	items := ackItems(pr.Messages, queen.AckCompleted)
 	res, err := b.AckBatch(bg, items)
 	require.NoError(t, err)
 	for i := range res {
-		require.True(t, res[i].Success, "message %d: %v", i, res[i].Err)
+		if committed[i] {
+			require.ErrorIs(t, res[i].Err, queen.ErrAlreadySettled, "message %d", i)
+			require.False(t, res[i].Success, "message %d", i)
+		} else {
+			require.True(t, res[i].Success, "message %d: %v", i, res[i].Err)
+		}
 	}
 }
 

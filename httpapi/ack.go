@@ -149,5 +149,7 @@ func (h *handler) extendLease(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, []leaseResult{res})
 }
 
-// maxLeaseSeconds bounds lease lengths so durations cannot overflow.
-const maxLeaseSeconds = 365 * 24 * 3600
+// maxLeaseSeconds is the longest lease, in the seconds of the wire
+// (queen.MaxLease): leaseSeconds, extend seconds and leaseTime above it are
+// refused with 400.
+const maxLeaseSeconds = int64(queen.MaxLease / time.Second)

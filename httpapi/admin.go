@@ -21,22 +21,39 @@ type configureReply struct {
 	Options     wire.QueueOptions `json:"options"`
 }
 
-// maxDurationUnits bounds durations read from the wire (about 30 years in
-// seconds) so that none overflows.
+// maxDurationUnits bounds the numbers of a configuration read from the
+// wire (durations: about 30 years in seconds) so that none overflows; a
+// larger one is refused with 400, naming the limit.
 const maxDurationUnits = 1 << 30
 
-// duration reads a non-negative duration in unit; absent keeps def.
-func (f *fields) duration(name string, def, unit time.Duration) time.Duration {
+// duration reads a non-negative duration in unit, at most limit units;
+// absent keeps def.
+func (f *fields) duration(name string, def, unit time.Duration, limit int64) time.Duration {
 	if !f.has(name) {
 		_ = f.num(name, 0, false) // reports a wrong type
 		return def
 	}
 	n := f.num(name, 0, false)
-	if n > maxDurationUnits {
-		f.fail("%s%s is too large", f.path, name)
+	if n > limit {
+		f.fail("%s%s must be at most %d", f.path, name, limit)
 		return def
 	}
 	return time.Duration(n) * unit
+}
+
+// count reads a number of at most maxDurationUnits in absolute value
+// (negative only with neg); absent is def.
+func (f *fields) count(name string, def int64, neg bool) int {
+	n := f.num(name, def, neg)
+	switch {
+	case neg && (n > maxDurationUnits || n < -maxDurationUnits):
+		f.fail("%s%s must be between %d and %d", f.path, name, -maxDurationUnits, maxDurationUnits)
+		return int(def)
+	case n > maxDurationUnits:
+		f.fail("%s%s must be at most %d", f.path, name, maxDurationUnits)
+		return int(def)
+	}
+	return int(n)
 }
 
 // configure serves POST /api/v1/configure: it replaces the whole
@@ -55,17 +72,17 @@ func (h *handler) configure(w http.ResponseWriter, r *http.Request) {
 	cfg := queen.DefaultQueueConfig()
 	cfg.Namespace, cfg.Task = f.str("namespace"), f.str("task")
 	if o := f.object("options"); o != nil {
-		cfg.LeaseTime = o.duration("leaseTime", cfg.LeaseTime, time.Second)
-		cfg.RetryLimit = int(min(o.num("retryLimit", int64(cfg.RetryLimit), false), maxDurationUnits))
-		cfg.RetryDelay = o.duration("retryDelay", cfg.RetryDelay, time.Millisecond)
-		cfg.MaxSize = int(min(o.num("maxSize", 0, false), maxDurationUnits))
-		cfg.TTL = o.duration("ttl", cfg.TTL, time.Second)
-		cfg.Priority = int(max(min(o.num("priority", 0, true), maxDurationUnits), -maxDurationUnits))
-		cfg.DelayedProcessing = o.duration("delayedProcessing", 0, time.Second)
-		cfg.WindowBuffer = o.duration("windowBuffer", 0, time.Second)
-		cfg.Retention = o.duration("retentionSeconds", 0, time.Second)
-		cfg.CompletedRetention = o.duration("completedRetentionSeconds", 0, time.Second)
-		cfg.MaxWaitTime = o.duration("maxWaitTimeSeconds", 0, time.Second)
+		cfg.LeaseTime = o.duration("leaseTime", cfg.LeaseTime, time.Second, maxLeaseSeconds)
+		cfg.RetryLimit = o.count("retryLimit", int64(cfg.RetryLimit), false)
+		cfg.RetryDelay = o.duration("retryDelay", cfg.RetryDelay, time.Millisecond, maxDurationUnits)
+		cfg.MaxSize = o.count("maxSize", 0, false)
+		cfg.TTL = o.duration("ttl", cfg.TTL, time.Second, maxDurationUnits)
+		cfg.Priority = o.count("priority", 0, true)
+		cfg.DelayedProcessing = o.duration("delayedProcessing", 0, time.Second, maxDurationUnits)
+		cfg.WindowBuffer = o.duration("windowBuffer", 0, time.Second, maxDurationUnits)
+		cfg.Retention = o.duration("retentionSeconds", 0, time.Second, maxDurationUnits)
+		cfg.CompletedRetention = o.duration("completedRetentionSeconds", 0, time.Second, maxDurationUnits)
+		cfg.MaxWaitTime = o.duration("maxWaitTimeSeconds", 0, time.Second, maxDurationUnits)
 		cfg.RetentionEnabled = o.boolean("retentionEnabled", false)
 		cfg.EncryptionEnabled = o.boolean("encryptionEnabled", false)
 		cfg.DeadLetterQueue = o.boolean("deadLetterQueue", false)

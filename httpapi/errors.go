@@ -86,16 +86,34 @@ func noContent(w http.ResponseWriter) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// ackErrorText is Queen's text for a refused ack item.
+// Per-item error texts of a refused ack (and, after "ACK operation
+// failed: ", of the transaction it aborted). The first two are Queen's;
+// the others are ours, for refusals Queen does not tell apart.
+const (
+	ackTextNotFound       = "Message not found"
+	ackTextLeaseExpired   = "Invalid or expired lease"
+	ackTextGroupNotFound  = "Consumer group not found"
+	ackTextWrongGroup     = "Lease belongs to another consumer group"
+	ackTextAlreadySettled = "Message already settled"
+)
+
+// ackErrorText is the text of a refused ack item: Queen's where Queen has
+// one.
 func ackErrorText(err error) string {
 	var arg *queen.ArgumentError
 	switch {
 	case err == nil:
 		return ""
+	case errors.Is(err, queen.ErrGroupNotFound):
+		return ackTextGroupNotFound
 	case errors.Is(err, queen.ErrNotFound):
-		return "Message not found"
+		return ackTextNotFound
+	case errors.Is(err, queen.ErrWrongGroup):
+		return ackTextWrongGroup
+	case errors.Is(err, queen.ErrAlreadySettled):
+		return ackTextAlreadySettled
 	case errors.Is(err, queen.ErrLeaseExpired):
-		return "Invalid or expired lease"
+		return ackTextLeaseExpired
 	case errors.As(err, &arg):
 		return arg.Reason
 	}

@@ -297,3 +297,45 @@ func TestShutdownEndsLongPolls(t *testing.T) {
 	e.call("GET", "/api/v1/pop/queue/idle?wait=true&timeout=60000", nil, http.StatusNoContent)
 	require.Less(t, time.Since(start), 5*time.Second)
 }
+
+// recordingPop records the PopRequest the handler built and pops nothing.
+type recordingPop struct {
+	failing
+	got *queen.PopRequest
+}
+
+func (r recordingPop) Pop(_ context.Context, req queen.PopRequest) (*queen.PopResult, error) {
+	*r.got = req
+	return &queen.PopResult{Messages: []*queen.Message{}}, nil
+}
+
+// The wire clamps a pop's batch, partitions and timeout to the broker's
+// caps, as Queen's contract says (A12), where a Go caller is refused; the
+// defaults are Queen's, and the values Queen's clients send pass as they
+// are.
+func TestPop_WireClampsToTheCaps(t *testing.T) {
+	t.Parallel()
+	var got queen.PopRequest
+	e, _ := fakeEnv(t, recordingPop{got: &got})
+	for _, c := range []struct {
+		query       string
+		batch, part int
+		timeout     time.Duration
+	}{
+		{"", 1, 1, 30 * time.Second},
+		{"?batch=1&wait=false&timeout=30000", 1, 1, 30 * time.Second}, // Queen's Go client's Pop
+		{"?batch=1&wait=true&timeout=30000", 1, 1, 30 * time.Second},  // its consume loop
+		{"?batch=10000&partitions=64&wait=true&timeout=60000", 10000, 64, 60 * time.Second},
+		{"?batch=100000000&partitions=1000&wait=true&timeout=600000", 10000, 64, 60 * time.Second},
+		{"?batch=0&partitions=0", 1, 1, 30 * time.Second},
+	} {
+		got = queen.PopRequest{}
+		e.call("GET", "/api/v1/pop/queue/q"+c.query, nil, http.StatusNoContent)
+		require.Equal(t, c.batch, got.Batch, c.query)
+		require.Equal(t, c.part, got.Partitions, c.query)
+		require.Equal(t, c.timeout, got.Timeout, c.query)
+	}
+	// What has no cap in Queen's contract is refused with the limit.
+	e.fails("GET", "/api/v1/pop/queue/q?leaseSeconds=31536001", nil, http.StatusBadRequest, "leaseSeconds must be at most 31536000")
+	e.fails("GET", "/api/v1/pop/queue/q?batch=-1", nil, http.StatusBadRequest, "batch must not be negative")
+}

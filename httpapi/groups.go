@@ -247,7 +247,7 @@ func (h *handler) deleteGroup(w http.ResponseWriter, r *http.Request) {
 	}
 	n, err := h.b.DeleteGroup(r.Context(), group, queue, meta)
 	if err != nil {
-		h.writeError(w, r, err)
+		h.writeError(w, r, groupNotFound(err, "Queue not found"))
 		return
 	}
 	out := map[string]any{"success": true, "consumerGroup": group, "deletedPartitions": n, "metadataDeleted": meta}
@@ -281,7 +281,7 @@ func (h *handler) groupSubscription(w http.ResponseWriter, r *http.Request) {
 	}
 	n, err := h.b.SetGroupSubscription(r.Context(), group, from)
 	if err != nil {
-		h.writeError(w, r, err)
+		h.writeError(w, r, groupNotFound(err, "not found"))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "consumerGroup": group, "newTimestamp": msTime(from), "rowsUpdated": n})
@@ -323,11 +323,8 @@ func (h *handler) seekQueue(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := h.b.SeekGroup(r.Context(), group, queue, opts)
-	if errors.Is(err, queen.ErrNotFound) { // an unknown queue has nothing to move
-		res, err = &queen.SeekResult{}, nil
-	}
 	if err != nil {
-		h.writeError(w, r, err)
+		h.writeError(w, r, groupNotFound(err, "Queue not found"))
 		return
 	}
 	target := msTime{}
@@ -353,15 +350,27 @@ func (h *handler) seekPartition(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	res, err := h.b.SeekPartition(r.Context(), group, queue, part, queen.SeekOptions{ToEnd: true})
-	if errors.Is(err, queen.ErrNotFound) {
-		err = notFoundErr("Partition not found")
-	}
 	if err != nil {
-		h.writeError(w, r, err)
+		h.writeError(w, r, groupNotFound(err, "Partition not found"))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "consumerGroup": group, "queueName": queue,
 		"partitionName": part, "updated": res.PartitionsUpdated > 0, "cursorMovedTo": res.CursorMovedTo})
+}
+
+// groupNotFound names what a group route did not find: 404 "Consumer group
+// not found" for a group that never popped the queue (any queue, for the
+// routes without one), else 404 with other for an unknown queue or
+// partition. Other errors are returned as they are. Queen's server answers
+// 200 with nothing changed; a caller's typo is a 4xx here (Part A, A13).
+func groupNotFound(err error, other string) error {
+	switch {
+	case errors.Is(err, queen.ErrGroupNotFound):
+		return notFoundErr(ackTextGroupNotFound)
+	case errors.Is(err, queen.ErrNotFound):
+		return notFoundErr(other)
+	}
+	return err
 }
 
 // refreshStats serves POST /api/v1/stats/refresh. Statistics here are

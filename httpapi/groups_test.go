@@ -120,8 +120,10 @@ func TestConsumerGroups_Delete(t *testing.T) {
 	res = e.obj("DELETE", "/api/v1/consumer-groups/billing", nil, http.StatusOK)
 	require.Equal(t, map[string]any{"success": true, "consumerGroup": "billing", "deletedPartitions": 3.0, "metadataDeleted": true}, res)
 	require.Empty(t, e.obj("GET", "/api/v1/consumer-groups/billing", nil, http.StatusOK))
-	res = e.obj("DELETE", "/api/v1/consumer-groups/billing", nil, http.StatusOK)
-	require.EqualValues(t, 0, res["deletedPartitions"])
+	// Gone, or never there: a typo is not a delete of 0 partitions.
+	e.fails("DELETE", "/api/v1/consumer-groups/billing", nil, http.StatusNotFound, "Consumer group not found")
+	e.fails("DELETE", "/api/v1/consumer-groups/billing/queues/orders", nil, http.StatusNotFound, "Consumer group not found")
+	e.fails("DELETE", "/api/v1/consumer-groups/billing/queues/nowhere", nil, http.StatusNotFound, "Queue not found")
 	e.fails("DELETE", "/api/v1/consumer-groups/billing?deleteMetadata=perhaps", nil, http.StatusBadRequest, "deleteMetadata must be true or false")
 	e.fails("DELETE", "/api/v1/consumer-groups/billing/queues/"+strings.Repeat("q", 256), nil, http.StatusBadRequest, "queue is longer than 255 bytes")
 }
@@ -129,13 +131,16 @@ func TestConsumerGroups_Delete(t *testing.T) {
 func TestConsumerGroups_Subscription(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil, nil)
-	e.pop("/api/v1/pop/queue/sub?consumerGroup=late")
-	e.push("sub", "p", "m", 1) // after the group joined, in a new partition
+	e.push("sub", "", "m0", 0)
+	require.Nil(t, e.pop("/api/v1/pop/queue/sub?consumerGroup=late")) // joins in mode new
+	e.push("sub", "p", "m", 1)                                        // after the group joined, in a new partition
 	res := e.obj("POST", "/api/v1/consumer-groups/late/subscription", `{"subscriptionTimestamp":"`+itest.Stamp("2026-11-30T12:00:00Z")+`"}`, http.StatusOK)
 	require.Equal(t, true, res["success"])
 	require.Equal(t, "late", res["consumerGroup"])
 	require.Equal(t, itest.Stamp("2026-11-30T12:00:00.000Z"), res["newTimestamp"])
-	require.Contains(t, res, "rowsUpdated")
+	require.EqualValues(t, 2, res["rowsUpdated"], "both partitions: the group settled nothing yet")
+	e.fails("POST", "/api/v1/consumer-groups/lat/subscription", `{"subscriptionTimestamp":"2026-11-30T12:00:00Z"}`, http.StatusNotFound,
+		"Consumer group not found")
 	e.fails("POST", "/api/v1/consumer-groups/late/subscription", `{}`, http.StatusBadRequest, "Missing subscriptionTimestamp in request body")
 	e.fails("POST", "/api/v1/consumer-groups/late/subscription", `{"subscriptionTimestamp":5}`, http.StatusBadRequest, "Missing subscriptionTimestamp")
 	e.fails("POST", "/api/v1/consumer-groups/late/subscription", `{"subscriptionTimestamp":"later"}`, http.StatusBadRequest,
@@ -159,8 +164,8 @@ func TestConsumerGroups_Seek(t *testing.T) {
 	require.Nil(t, res["targetTimestamp"])
 	require.Nil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g"))
 
-	res = e.obj("POST", "/api/v1/consumer-groups/g/queues/nowhere/seek", `{"toEnd":true}`, http.StatusOK)
-	require.EqualValues(t, 0, res["partitionsUpdated"])
+	e.fails("POST", "/api/v1/consumer-groups/g/queues/nowhere/seek", `{"toEnd":true}`, http.StatusNotFound, "Queue not found")
+	e.fails("POST", "/api/v1/consumer-groups/typo/queues/s/seek", `{"toEnd":true}`, http.StatusNotFound, "Consumer group not found")
 	for _, c := range []struct{ body, want string }{
 		{`{}`, "Must specify either 'toEnd': true or 'timestamp'"},
 		{`{"toEnd":false}`, "Must specify either 'toEnd': true or 'timestamp'"},
@@ -176,8 +181,7 @@ func TestConsumerGroups_Seek(t *testing.T) {
 	require.Equal(t, map[string]any{"success": true, "consumerGroup": "g", "queueName": "s", "partitionName": "a",
 		"updated": true, "cursorMovedTo": 2.0}, part)
 	require.Nil(t, e.pop("/api/v1/pop/queue/s?consumerGroup=g"))
-	part = e.obj("POST", "/api/v1/consumer-groups/nobody/queues/s/partitions/a/seek", nil, http.StatusOK)
-	require.Equal(t, false, part["updated"])
+	e.fails("POST", "/api/v1/consumer-groups/nobody/queues/s/partitions/a/seek", nil, http.StatusNotFound, "Consumer group not found")
 	e.fails("POST", "/api/v1/consumer-groups/g/queues/s/partitions/zz/seek", nil, http.StatusNotFound, "Partition not found")
 	e.fails("POST", "/api/v1/consumer-groups/g/queues/none/partitions/a/seek", nil, http.StatusNotFound, "Partition not found")
 }

@@ -27,6 +27,34 @@
 // not implement (streams, analytics, migration, shared state, the
 // dashboard) answer 404 {"error":"not supported"}.
 //
+// # Refused acks
+//
+// A refused ack item answers success false and an error text of its own
+// (and so does the transaction it aborts, after "ACK operation failed: "):
+//
+//	"Message not found"                        queen.ErrNotFound
+//	"Consumer group not found"                 queen.ErrGroupNotFound: the group never popped the queue
+//	"Lease belongs to another consumer group"  queen.ErrWrongGroup
+//	"Message already settled"                  queen.ErrAlreadySettled: a second ack, whatever its status
+//	"Invalid or expired lease"                 queen.ErrLeaseExpired: the message comes back
+//	"invalid status: X"                        an unknown status
+//
+// "Message not found" and "Invalid or expired lease" are Queen's own
+// texts, and Queen's server answers the cases of the other new ones with
+// one of them (or a second, unfenced ack with a success). Queen's clients
+// only read the text, so they keep working.
+//
+// # Unknown queues and groups
+//
+// The consumer-group routes that change something (seek, partition seek,
+// subscription, delete) answer 404 {"error":"Consumer group not found"}
+// for a group that never popped the queue (any queue, for subscription
+// and the delete without a queue), and 404 {"error":"Queue not found"}
+// (partition seek: "Partition not found") for an unknown queue. Queen's
+// server answers most of these 200 with nothing changed; here a typo in a
+// name is a client mistake (4xx, never retried by Queen's clients), not a
+// success that moved 0 partitions.
+//
 // # Maintenance mode
 //
 // POST /api/v1/system/maintenance (or …/maintenance/pop) with
@@ -221,12 +249,13 @@ type Options struct {
 	Prefix string
 }
 
-// Limits of the wire contract.
+// Limits of the wire contract: a pop's batch, partitions and timeout are
+// clamped to the broker's (A12), where a Go caller is refused.
 const (
 	defaultMaxBody = 16 << 20
-	maxTimeout     = 60 * time.Second
-	maxBatch       = 10000
-	maxPartitions  = 64
+	maxTimeout     = queen.MaxPopTimeout
+	maxBatch       = queen.MaxBatch
+	maxPartitions  = queen.MaxPartitions
 )
 
 // handler serves the API. It is safe for concurrent use.

@@ -199,7 +199,7 @@ func parseAckFields(f *fields, missingTx, missingPart string) queen.AckItem {
 	it.Error = f.str("error")
 	// delayMs, ours: a failed or retry ack holds the partition back this
 	// long (queen.AckItem.Delay).
-	it.Delay = f.duration("delayMs", 0, time.Millisecond)
+	it.Delay = f.duration("delayMs", 0, time.Millisecond, maxDurationUnits)
 	if f.err != nil {
 		return it
 	}

@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -184,6 +186,29 @@ func TestPop(t *testing.T) {
 		require.Len(t, msgs(t, e.pop("/api/v1/pop/queue/wide?batch=100&partitions=64")), 64)
 		require.Len(t, msgs(t, e.pop("/api/v1/pop/queue/wide?batch=100&partitions=64")), 1)
 		require.Nil(t, e.pop("/api/v1/pop/queue/wide?batch=100&partitions=64"))
+	})
+
+	t.Run("a group joining past a backlog is reported", func(t *testing.T) {
+		t.Parallel()
+		var mu sync.Mutex
+		var joins []queen.Event
+		obs := queen.ObserverFunc(func(ev queen.Event) {
+			if ev.Kind == queen.EventGroupJoined {
+				mu.Lock()
+				joins = append(joins, ev)
+				mu.Unlock()
+			}
+		})
+		logs := &itest.LogBuffer{}
+		e := setup(t, &queen.Options{Observer: obs, Logger: slog.New(slog.NewTextHandler(logs, nil))}, nil)
+		e.push("backlog", "", "m1", 1)
+		e.push("backlog", "", "m2", 2)
+		require.Nil(t, e.pop("/api/v1/pop/queue/backlog?consumerGroup=late"), "mode new, the default: nothing for it")
+		require.Nil(t, e.pop("/api/v1/pop/queue/backlog?consumerGroup=late"))
+		mu.Lock()
+		require.Equal(t, []queen.Event{{Kind: queen.EventGroupJoined, Queue: "backlog", Group: "late", Count: 2}}, joins)
+		mu.Unlock()
+		require.Contains(t, logs.String(), "queue=backlog group=late skipped=2")
 	})
 
 	t.Run("subscription modes of a new group", func(t *testing.T) {
@@ -412,10 +437,10 @@ func TestAck(t *testing.T) {
 		res := e.arr("POST", "/api/v1/ack", ackBody(m, "completed"), http.StatusOK)
 		require.Equal(t, []any{map[string]any{"index": 0.0, "transactionId": "m1", "success": true, "error": nil,
 			"queueName": "a", "partitionName": "p", "leaseReleased": true, "dlq": false}}, res)
-		// The lease is gone, so a fenced ack is refused, per item.
+		// The message is settled, so a second ack is refused, per item.
 		res = e.arr("POST", "/api/v1/ack", ackBody(m, "completed"), http.StatusOK)
 		require.Equal(t, false, res[0].(map[string]any)["success"])
-		require.Equal(t, "Invalid or expired lease", res[0].(map[string]any)["error"])
+		require.Equal(t, "Message already settled", res[0].(map[string]any)["error"])
 	})
 
 	t.Run("statuses", func(t *testing.T) {
@@ -474,6 +499,53 @@ func TestAck(t *testing.T) {
 		r = item(map[string]any{"transactionId": "m", "partitionId": m["partitionId"], "status": "completed",
 			"error": nil, "consumerGroup": nil, "leaseId": nil})
 		require.Equal(t, true, r["success"])
+	})
+
+	t.Run("each refusal has its own text", func(t *testing.T) {
+		t.Parallel()
+		e := setup(t, nil, nil)
+		e.push("w", "", "m1", 1)
+		e.push("w", "", "m2", 2)
+		bill := msgs(t, e.pop("/api/v1/pop/queue/w?consumerGroup=billing&subscriptionMode=all&batch=2"))
+		audit := msgs(t, e.pop("/api/v1/pop/queue/w?consumerGroup=audit&subscriptionMode=all&batch=2"))
+		require.Len(t, bill, 2)
+		require.Len(t, audit, 2)
+		refused := func(body map[string]any, group any, text string) {
+			t.Helper()
+			body["consumerGroup"] = group
+			res := e.arr("POST", "/api/v1/ack", body, http.StatusOK)
+			require.Equal(t, []any{map[string]any{"index": 0.0, "transactionId": body["transactionId"], "success": false, "error": text,
+				"queueName": "w", "partitionName": "Default", "leaseReleased": false, "dlq": false}}, res)
+		}
+		refused(ackBody(bill[0], "completed"), "audit", "Lease belongs to another consumer group")
+		refused(ackBody(bill[0], "completed"), "billng", "Consumer group not found")
+		refused(ackBody(bill[0], "completed"), nil, "Consumer group not found") // queue mode never popped w
+		e.arr("POST", "/api/v1/ack", map[string]any{"transactionId": "m1", "partitionId": bill[0]["partitionId"], "leaseId": bill[0]["leaseId"],
+			"consumerGroup": "billing"}, http.StatusOK)
+		refused(ackBody(bill[0], "completed"), "billing", "Message already settled")
+		refused(ackBody(bill[0], "dlq"), "billing", "Message already settled")
+		unfenced := ackBody(bill[0], "dlq")
+		delete(unfenced, "leaseId")
+		refused(unfenced, "billing", "Message already settled")
+		require.EqualValues(t, 0, e.obj("GET", "/api/v1/dlq?queue=w", nil, http.StatusOK)["total"], "nothing dead-lettered")
+		// A retry gives the batch back: the lease is released.
+		r := e.arr("POST", "/api/v1/ack", map[string]any{"transactionId": "m2", "partitionId": audit[1]["partitionId"], "leaseId": audit[1]["leaseId"],
+			"consumerGroup": "audit", "status": "retry"}, http.StatusOK)[0].(map[string]any)
+		require.Equal(t, true, r["leaseReleased"])
+		refused(ackBody(audit[0], "completed"), "audit", "Invalid or expired lease")
+
+		// The batch route answers the same, item by item, and a transaction
+		// says which ack aborted it.
+		audit = msgs(t, e.pop("/api/v1/pop/queue/w?consumerGroup=audit&batch=2"))
+		require.Len(t, audit, 2)
+		batch := e.arr("POST", "/api/v1/ack/batch", map[string]any{"consumerGroup": "billing", "acknowledgments": []any{
+			ackBody(bill[0], "completed"), ackBody(audit[1], "completed")}}, http.StatusOK)
+		require.Equal(t, "Message already settled", batch[0].(map[string]any)["error"])
+		require.Equal(t, "Lease belongs to another consumer group", batch[1].(map[string]any)["error"])
+		tx := e.obj("POST", "/api/v1/transaction", map[string]any{"operations": []any{map[string]any{"type": "ack",
+			"transactionId": "m1", "partitionId": bill[0]["partitionId"], "consumerGroup": "billing"}}}, http.StatusOK)
+		require.Equal(t, false, tx["success"])
+		require.Equal(t, "ACK operation failed: Message already settled", tx["error"])
 	})
 
 	t.Run("refuses bad bodies", func(t *testing.T) {

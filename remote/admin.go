@@ -38,6 +38,9 @@ func (c *Client) ConfigureQueue(ctx context.Context, name string, cfg queen.Queu
 			return nil, &queen.ArgumentError{Field: "QueueConfig." + d.f, Reason: "must not be negative"}
 		}
 	}
+	if cfg.LeaseTime > queen.MaxLease {
+		return nil, &queen.ArgumentError{Field: "QueueConfig.LeaseTime", Reason: fmt.Sprintf("must be at most %v, not %v", queen.MaxLease, cfg.LeaseTime)}
+	}
 	if cfg.RetryLimit < 0 {
 		return nil, &queen.ArgumentError{Field: "QueueConfig.RetryLimit", Reason: "must not be negative"}
 	}
@@ -290,7 +293,9 @@ func (c *Client) missingRoute(what, ours string) func(string) error {
 }
 
 // SeekGroup moves a group's cursors on a queue, as
-// [queen.Broker.SeekGroup]. An unknown queue updates nothing (no error).
+// [queen.Broker.SeekGroup]: an unknown queue is [queen.ErrNotFound], a
+// group that never popped it [queen.ErrGroupNotFound]. Queen's own server
+// answers both as a seek that moved 0 partitions.
 func (c *Client) SeekGroup(ctx context.Context, group, queue string, opts queen.SeekOptions) (*queen.SeekResult, error) {
 	if group == "" || queue == "" {
 		return nil, &queen.ArgumentError{Field: "group", Reason: "group and queue must not be empty"}
@@ -312,7 +317,8 @@ func (c *Client) SeekGroup(ctx context.Context, group, queue string, opts queen.
 // SeekPartition moves a group's cursor on one partition to its end, as
 // [queen.Broker.SeekPartition]; the API has no seek of one partition to a
 // time, so opts with a Timestamp (and not ToEnd) is
-// [queen.ErrUnsupported]. An unknown partition is [queen.ErrNotFound].
+// [queen.ErrUnsupported]. An unknown partition is [queen.ErrNotFound], a
+// group that never popped the queue [queen.ErrGroupNotFound].
 func (c *Client) SeekPartition(ctx context.Context, group, queue, partition string, opts queen.SeekOptions) (*queen.SeekResult, error) {
 	if partition == "" {
 		return nil, &queen.ArgumentError{Field: "partition", Reason: "must not be empty"}
@@ -381,7 +387,9 @@ func (c *Client) ListGroups(ctx context.Context, group string) ([]queen.GroupSta
 }
 
 // DeleteGroup removes a group's cursors on queue (every queue when queue
-// is ""), as [queen.Broker.DeleteGroup].
+// is ""), as [queen.Broker.DeleteGroup]: an unknown queue is
+// [queen.ErrNotFound], a group that never popped it
+// [queen.ErrGroupNotFound] (Queen's own server answers 0 removed).
 func (c *Client) DeleteGroup(ctx context.Context, group, queue string, deleteMetadata bool) (int, error) {
 	if group == "" {
 		return 0, &queen.ArgumentError{Field: "group", Reason: "must not be empty"}
@@ -402,7 +410,8 @@ func (c *Client) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 }
 
 // SetGroupSubscription moves a group's start point, as
-// [queen.Broker.SetGroupSubscription].
+// [queen.Broker.SetGroupSubscription]: a group that popped no queue is
+// [queen.ErrGroupNotFound] (Queen's own server answers 0 moved).
 func (c *Client) SetGroupSubscription(ctx context.Context, group string, from time.Time) (int, error) {
 	if group == "" {
 		return 0, &queen.ArgumentError{Field: "group", Reason: "must not be empty"}

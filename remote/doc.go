@@ -15,7 +15,9 @@
 // # Errors
 //
 // Answers map back to package queen's sentinels: a 404 to
-// [queen.ErrNotFound], a refused lease to [queen.ErrLeaseExpired], a 400 to
+// [queen.ErrNotFound] ([queen.ErrGroupNotFound] for "Consumer group not
+// found"), a refused lease to [queen.ErrLeaseExpired], a refused ack item
+// to the error the broker gives it (see [queen.AckResult].Err), a 400 to
 // an [*queen.ArgumentError] naming the field the server named, a 413 to
 // [queen.ErrTooLarge], a full queue to [queen.ErrQueueFull], an aborted
 // transaction to a [*queen.TransactionError]. Every call after
@@ -77,9 +79,8 @@
 // reports a queue's labels and Priority but not the rest of its Config;
 // QueueStats has no per-partition cursors ([queen.PartitionStats].Cursors
 // is nil); [queen.GroupStats] has no Consumed, LastAckAt or
-// OldestPendingAt; a lease's expiry has millisecond precision; SeekGroup
-// on an unknown queue updates nothing instead of answering
-// [queen.ErrNotFound]. A consume loop learns that a message was settled
+// OldestPendingAt; a lease's expiry has millisecond precision. A consume
+// loop learns that a message was settled
 // by its handler only when the handler settled it through the same
 // Client.
 package remote

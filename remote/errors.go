@@ -109,10 +109,14 @@ func (c *Client) errorFor(req *request, a *answer) error {
 	return &ServerError{Op: req.op, StatusCode: a.status, Message: msg}
 }
 
-// notFound is ErrNotFound with the server's words.
+// notFound is ErrNotFound with the server's words, or ErrGroupNotFound
+// for a group the broker does not know.
 func notFound(msg string) error {
-	if msg == "" || msg == "not found" {
+	switch msg {
+	case "", "not found":
 		return queen.ErrNotFound
+	case "Consumer group not found":
+		return queen.ErrGroupNotFound
 	}
 	return fmt.Errorf("%w: %s", queen.ErrNotFound, msg)
 }
@@ -152,6 +156,12 @@ func ackError(text string) error {
 	switch {
 	case text == "":
 		return &queen.ArgumentError{Field: "Status", Reason: "refused"}
+	case text == "Consumer group not found":
+		return queen.ErrGroupNotFound
+	case text == "Lease belongs to another consumer group":
+		return queen.ErrWrongGroup
+	case text == "Message already settled":
+		return queen.ErrAlreadySettled
 	case text == "Message not found", strings.HasSuffix(text, "not found"):
 		return queen.ErrNotFound
 	case strings.Contains(strings.ToLower(text), "lease"):

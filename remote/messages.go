@@ -207,6 +207,14 @@ func popQuery(req *queen.PopRequest) (string, url.Values, error) {
 		return "", nil, bad("Timeout", "must not be negative")
 	case req.Lease < 0:
 		return "", nil, bad("Lease", "must not be negative")
+	case req.Batch > queen.MaxBatch:
+		return "", nil, bad("Batch", fmt.Sprintf("must be at most %d, not %d", queen.MaxBatch, req.Batch))
+	case req.Partitions > queen.MaxPartitions:
+		return "", nil, bad("Partitions", fmt.Sprintf("must be at most %d, not %d", queen.MaxPartitions, req.Partitions))
+	case req.Timeout > queen.MaxPopTimeout:
+		return "", nil, bad("Timeout", fmt.Sprintf("must be at most %v, not %v", queen.MaxPopTimeout, req.Timeout))
+	case req.Lease > queen.MaxLease:
+		return "", nil, bad("Lease", fmt.Sprintf("must be at most %v, not %v", queen.MaxLease, req.Lease))
 	}
 	switch req.SubscriptionMode {
 	case "", queen.SubscriptionModeNew, queen.SubscriptionModeAll, queen.SubscriptionModeNewOnly:
@@ -246,12 +254,12 @@ func popQuery(req *queen.PopRequest) (string, url.Values, error) {
 	}
 	switch {
 	case req.Batch > 0:
-		q.Set("batch", strconv.Itoa(min(req.Batch, 10000)))
+		q.Set("batch", strconv.Itoa(req.Batch))
 	case !req.Autopilot:
 		q.Set("batch", "1")
 	}
 	if req.Partitions > 0 {
-		q.Set("partitions", strconv.Itoa(min(req.Partitions, 64)))
+		q.Set("partitions", strconv.Itoa(req.Partitions))
 	}
 	if req.Autopilot {
 		q.Set("autopilot", "true")
@@ -286,7 +294,7 @@ func waitOf(req *queen.PopRequest) time.Duration {
 	if req.Timeout == 0 {
 		return 30 * time.Second
 	}
-	return max(min(req.Timeout, 60*time.Second), time.Millisecond)
+	return max(req.Timeout, time.Millisecond)
 }
 
 // Pop leases messages, as [queen.Broker.Pop]. A waiting pop holds its
@@ -428,7 +436,8 @@ type ackResultJSON struct {
 
 // Ack settles one message, as [queen.Broker.Ack]: completed when ok,
 // failed otherwise, or opts.Status. A refused ack returns the item's error
-// ([queen.ErrLeaseExpired], [queen.ErrNotFound]) with its result.
+// (see [queen.AckResult].Err) with its result. Queen's own server tells
+// only [queen.ErrNotFound] and [queen.ErrLeaseExpired] apart.
 func (c *Client) Ack(ctx context.Context, msg *queen.Message, ok bool, opts queen.AckOptions) (*queen.AckResult, error) {
 	if msg == nil {
 		return nil, &queen.ArgumentError{Field: "msg", Reason: "must not be nil"}
@@ -547,10 +556,14 @@ type leaseResultJSON struct {
 // RenewLease extends a lease to at least d from now (60 s when d is 0),
 // as [queen.Broker.RenewLease], in whole seconds (rounded up). An expired
 // lease is [queen.ErrLeaseExpired], an unknown or released one
-// [queen.ErrNotFound]. The expiry has millisecond precision.
+// [queen.ErrNotFound], a d above [queen.MaxLease] an
+// [*queen.ArgumentError]. The expiry has millisecond precision.
 func (c *Client) RenewLease(ctx context.Context, leaseID string, d time.Duration) (time.Time, error) {
 	if d < 0 {
 		return time.Time{}, &queen.ArgumentError{Field: "d", Reason: "must not be negative"}
+	}
+	if d > queen.MaxLease {
+		return time.Time{}, &queen.ArgumentError{Field: "d", Reason: fmt.Sprintf("must be at most %v, not %v", queen.MaxLease, d)}
 	}
 	if leaseID == "" {
 		return time.Time{}, queen.ErrNotFound

@@ -90,6 +90,10 @@ var cases = []struct {
 	{"Stats", testStats},
 	{"Groups", testGroups},
 	{"Errors", testErrors},
+	{"AckAnswers", testAckAnswers},
+	{"WrongGroupExpired", testWrongGroupExpired},
+	{"UnknownGroups", testUnknownGroups},
+	{"Caps", testCaps},
 	{"QueueFull", testQueueFull},
 	{"TooLarge", testTooLarge},
 	{"WaitingPopWakes", testWaitingPopWakes},
@@ -1065,4 +1069,204 @@ func testCloseDrains(e *env) {
 	require.ErrorIs(t, err, queen.ErrClosed)
 	require.ErrorIs(t, e.c.Queue("drain").Consume(e.ctx, func(context.Context, *queen.Message) error { return nil }).Execute(e.ctx), queen.ErrClosed)
 	require.NoError(t, e.c.Close(), "idempotent")
+}
+
+// testAckAnswers: each way an ack can be refused has its own error, the
+// same in process and over HTTP, and a refused ack changes nothing.
+func testAckAnswers(e *env) {
+	t := e.t
+	e.push("acks", "", numbered(3)...)
+	bill := e.pop(e.c.Queue("acks").Group("billing").SubscriptionMode(queen.SubscriptionModeAll).Batch(3))
+	require.Len(t, bill, 3)
+	audit := e.pop(e.c.Queue("acks").Group("audit").SubscriptionMode(queen.SubscriptionModeAll).Batch(3))
+	require.Len(t, audit, 3)
+	refused := func(res *queen.AckResult, err, want error, why string) {
+		t.Helper()
+		require.ErrorIs(t, err, want, why)
+		require.NotNil(t, res, why)
+		require.False(t, res.Success, why)
+		require.ErrorIs(t, res.Err, want, why)
+		require.False(t, res.DeadLettered, why)
+	}
+
+	// billing's lease, acked as audit's: the wrong group.
+	res, err := e.c.Ack(e.ctx, bill[0], true, queen.AckOptions{ConsumerGroup: "audit"})
+	refused(res, err, queen.ErrWrongGroup, "another group's lease")
+	require.NotErrorIs(t, err, queen.ErrLeaseExpired)
+	// A group that never popped the queue.
+	res, err = e.c.Ack(e.ctx, bill[0], true, queen.AckOptions{ConsumerGroup: "billng"})
+	refused(res, err, queen.ErrGroupNotFound, "a group that never popped")
+	require.ErrorIs(t, err, queen.ErrNotFound, "a group not found is not found")
+	require.NotErrorIs(t, queen.ErrNotFound, queen.ErrGroupNotFound, "an unknown message is not an unknown group")
+
+	// A second ack of a settled message, whatever its status.
+	res, err = e.c.Ack(e.ctx, bill[0], true, queen.AckOptions{})
+	require.NoError(t, err)
+	require.True(t, res.Success)
+	for _, st := range []queen.AckStatus{queen.AckCompleted, queen.AckDLQ, queen.AckFailed} {
+		res, err = e.c.Ack(e.ctx, bill[0], true, queen.AckOptions{Status: st})
+		refused(res, err, queen.ErrAlreadySettled, "acked "+string(st)+" after completed")
+	}
+	unfenced, err := e.c.AckBatch(e.ctx, []queen.AckItem{{TransactionID: bill[0].TransactionID, PartitionID: bill[0].PartitionID, Group: "billing", Status: queen.AckDLQ}})
+	require.NoError(t, err)
+	refused(&unfenced[0], unfenced[0].Err, queen.ErrAlreadySettled, "unfenced, as Queen's clients may send it")
+	dl, err := e.c.DeadLetters(e.ctx, queen.LetterFilter{Queue: "acks"})
+	require.NoError(t, err)
+	require.Zero(t, dl.Total, "a dlq ack of a completed message dead-letters nothing")
+
+	// A failed ack gives the rest of the batch back and releases the
+	// lease: an ack of the next message under it is refused as expired,
+	// and that message comes back.
+	res, err = e.c.Ack(e.ctx, bill[1], false, queen.AckOptions{})
+	require.NoError(t, err)
+	require.True(t, res.LeaseReleased)
+	res, err = e.c.Ack(e.ctx, bill[2], true, queen.AckOptions{})
+	refused(res, err, queen.ErrLeaseExpired, "after its lease was released")
+	e.clock.Advance(2 * time.Second) // past the retry delay
+	again := e.pop(e.c.Queue("acks").Group("billing").Batch(3))
+	require.Len(t, again, 2)
+	require.Equal(t, []int{1, 2}, []int{nOf(again[0]), nOf(again[1])}, "the refused ack settled nothing")
+	e.ackAll(again)
+
+	// The refusals left audit's lease alone.
+	e.ackAll(audit)
+	// A batch answers each item on its own.
+	out, err := e.c.AckBatch(e.ctx, []queen.AckItem{
+		{TransactionID: audit[0].TransactionID, PartitionID: audit[0].PartitionID, LeaseID: audit[0].LeaseID, Group: "audit"},
+		{TransactionID: audit[1].TransactionID, PartitionID: audit[1].PartitionID, Group: "nobody"},
+	})
+	require.NoError(t, err)
+	require.ErrorIs(t, out[0].Err, queen.ErrAlreadySettled)
+	require.ErrorIs(t, out[1].Err, queen.ErrGroupNotFound)
+}
+
+// testUnknownGroups: seeks, deletes and subscriptions that name an
+// unknown queue or a group that never popped are not found, never a
+// success that changed nothing; once the group has popped they work.
+func testUnknownGroups(e *env) {
+	t := e.t
+	e.push("known", "", numbered(2)...)
+	notFound := func(err error, group bool, why string) {
+		t.Helper()
+		require.ErrorIs(t, err, queen.ErrNotFound, why)
+		if group {
+			require.ErrorIs(t, err, queen.ErrGroupNotFound, why)
+		} else {
+			require.NotErrorIs(t, err, queen.ErrGroupNotFound, why)
+		}
+	}
+	_, err := e.c.SeekGroup(e.ctx, "billing", "unknown", queen.SeekOptions{ToEnd: true})
+	notFound(err, false, "seek, unknown queue")
+	_, err = e.c.SeekGroup(e.ctx, "billing", "known", queen.SeekOptions{ToEnd: true})
+	notFound(err, true, "seek, group never popped")
+	_, err = e.c.SeekPartition(e.ctx, "billing", "known", queen.DefaultPartition, queen.SeekOptions{ToEnd: true})
+	notFound(err, true, "partition seek, group never popped")
+	_, err = e.c.DeleteGroup(e.ctx, "billing", "unknown", true)
+	notFound(err, false, "delete, unknown queue")
+	_, err = e.c.DeleteGroup(e.ctx, "billing", "known", false)
+	notFound(err, true, "delete, group never popped")
+	_, err = e.c.DeleteGroup(e.ctx, "billing", "", true)
+	notFound(err, true, "delete on every queue, group on none")
+	_, err = e.c.SetGroupSubscription(e.ctx, "billing", e.clock.Now())
+	notFound(err, true, "subscription, group on no queue")
+
+	msgs := e.pop(e.c.Queue("known").Group("billing").SubscriptionMode(queen.SubscriptionModeAll).Batch(2))
+	require.Len(t, msgs, 2)
+	res, err := e.c.SeekGroup(e.ctx, "billing", "known", queen.SeekOptions{ToEnd: true})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.PartitionsUpdated)
+	n, err := e.c.SetGroupSubscription(e.ctx, "billing", e.clock.Now())
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	n, err = e.c.DeleteGroup(e.ctx, "billing", "", true)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	_, err = e.c.DeleteGroup(e.ctx, "billing", "", true)
+	notFound(err, true, "deleted already")
+}
+
+// testCaps: a value above a cap is refused with an *ArgumentError naming
+// the field and the limit, in the builder and in the request structs;
+// the cap itself is accepted.
+func testCaps(e *env) {
+	t := e.t
+	refused := func(err error, field, limit string) {
+		t.Helper()
+		require.Equal(t, field, argField(t, err))
+		require.Contains(t, err.Error(), "at most "+limit)
+	}
+	for _, c := range []struct {
+		req          queen.PopRequest
+		field, limit string
+	}{
+		{queen.PopRequest{Queue: "caps", Batch: queen.MaxBatch + 1}, "PopRequest.Batch", "10000"},
+		{queen.PopRequest{Queue: "caps", Batch: 100000000}, "PopRequest.Batch", "10000"},
+		{queen.PopRequest{Queue: "caps", Partitions: 1000}, "PopRequest.Partitions", "64"},
+		{queen.PopRequest{Queue: "caps", Timeout: 10 * time.Minute}, "PopRequest.Timeout", "1m0s"}, // refused, waiting or not
+		{queen.PopRequest{Queue: "caps", Lease: queen.MaxLease + time.Second}, "PopRequest.Lease", "8760h0m0s"},
+	} {
+		_, err := e.c.Pop(e.ctx, c.req)
+		refused(err, c.field, c.limit)
+	}
+	for _, c := range []struct {
+		b            *queen.QueueBuilder
+		field, limit string
+	}{
+		{e.c.Queue("caps").Batch(100000000), "QueueBuilder.Batch", "10000"},
+		{e.c.Queue("caps").Partitions(1000), "QueueBuilder.Partitions", "64"},
+		{e.c.Queue("caps").Timeout(10 * time.Minute), "QueueBuilder.Timeout", "1m0s"},
+		{e.c.Queue("caps").TimeoutMillis(60001), "QueueBuilder.TimeoutMillis", "60000"},
+		{e.c.Queue("caps").Lease(queen.MaxLease + time.Second), "QueueBuilder.Lease", "8760h0m0s"},
+		{e.c.Queue("caps").LeaseSeconds(31536001), "QueueBuilder.LeaseSeconds", "31536000"},
+	} {
+		_, err := c.b.Wait(false).Pop(e.ctx)
+		refused(err, c.field, c.limit)
+	}
+	_, err := e.c.RenewLease(e.ctx, "01900000-0000-7000-8000-000000000001", queen.MaxLease+time.Second)
+	refused(err, "d", "8760h0m0s")
+	cfg := queen.DefaultQueueConfig()
+	cfg.LeaseTime = queen.MaxLease + time.Second
+	_, err = e.c.ConfigureQueue(e.ctx, "caps", cfg)
+	refused(err, "QueueConfig.LeaseTime", "8760h0m0s")
+
+	// At the caps.
+	e.push("caps", "", numbered(3)...)
+	msgs := e.pop(e.c.Queue("caps").Batch(queen.MaxBatch).Partitions(queen.MaxPartitions).Timeout(queen.MaxPopTimeout).Lease(queen.MaxLease))
+	require.Len(t, msgs, 3)
+	_, err = e.c.RenewLease(e.ctx, msgs[0].LeaseID, queen.MaxLease)
+	require.NoError(t, err)
+	cfg.LeaseTime = queen.MaxLease
+	_, err = e.c.ConfigureQueue(e.ctx, "caps", cfg)
+	require.NoError(t, err)
+}
+
+// testWrongGroupExpired: once another group's lease has run out, an ack
+// naming it is answered from the named group's own state, not as the
+// wrong group.
+func testWrongGroupExpired(e *env) {
+	t := e.t
+	e.push("wg", "", `{"n":0}`)
+	bill := e.pop(e.c.Queue("wg").Group("billing").SubscriptionMode(queen.SubscriptionModeAll).LeaseSeconds(10))
+	require.Len(t, bill, 1)
+	audit := e.pop(e.c.Queue("wg").Group("audit").SubscriptionMode(queen.SubscriptionModeAll))
+	require.Len(t, audit, 1)
+	_, err := e.c.Ack(e.ctx, bill[0], true, queen.AckOptions{ConsumerGroup: "audit"})
+	require.ErrorIs(t, err, queen.ErrWrongGroup, "billing's lease is live")
+	e.clock.Advance(11 * time.Second)
+	_, err = e.c.Ack(e.ctx, bill[0], true, queen.AckOptions{ConsumerGroup: "audit"})
+	require.ErrorIs(t, err, queen.ErrLeaseExpired, "billing's lease ran out: it does not hold audit's message")
+	e.ackAll(audit)
+
+	// The same group's lease on another queue is not another group's.
+	e.push("wg2", "", `{"n":1}`)
+	other := e.pop(e.c.Queue("wg2").Group("audit").SubscriptionMode(queen.SubscriptionModeAll))
+	require.Len(t, other, 1)
+	e.push("wg", "", `{"n":2}`)
+	next := e.pop(e.c.Queue("wg").Group("audit"))
+	require.Len(t, next, 1)
+	_, err = e.c.Ack(e.ctx, next[0], true, queen.AckOptions{LeaseID: other[0].LeaseID})
+	require.ErrorIs(t, err, queen.ErrLeaseExpired, "a lease of audit on wg2 does not hold audit's message of wg")
+	require.NotErrorIs(t, err, queen.ErrWrongGroup)
+	e.ackAll(next)
+	e.ackAll(other)
 }
