@@ -46,7 +46,9 @@ type Settlement struct {
 	Err error
 	// AckErr says why the ack failed or was refused, if it was; the
 	// message then comes back when its lease ends, and Outcome is
-	// [OutcomeReleased] (Status is the ack that was tried).
+	// [OutcomeReleased] (Status is the ack that was tried). An ack refused
+	// with [ErrAlreadySettled] (the handler, or a seek, settled the
+	// message first) is not an error: Outcome is then [OutcomeHandled].
 	AckErr error
 	// Handled reports that the handler ran on the message.
 	Handled bool

@@ -220,3 +220,27 @@ func TestConsume_LostLeaseReportsAcceptedFirst(t *testing.T) {
 		require.False(t, all[2].Handled)
 	})
 }
+
+func TestConsume_AckOfMessageSettledByHandlerIsHandled(t *testing.T) {
+	t.Parallel()
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+		pushTo(t, b, "self", "p", numbered(2)...)
+		col := newCollector()
+		err := b.Queue("self").Group("g").SubscriptionMode(queen.SubscriptionModeAll).Batch(2).Each().Limit(2).
+			Consume(context.Background(), func(ctx context.Context, msg *queen.Message) error {
+				if msg.Offset == 0 { // settles it itself, then returns nil
+					_, err := b.Ack(ctx, msg, true, queen.AckOptions{})
+					return err
+				}
+				return nil
+			}).OnSettled(col.add).Execute(context.Background())
+		require.NoError(t, err)
+		all := col.list()
+		require.Len(t, all, 2)
+		require.Equal(t, queen.OutcomeHandled, all[0].Outcome, "settled by the handler: the loop's ack changes nothing")
+		require.NoError(t, all[0].AckErr)
+		require.Equal(t, queen.OutcomeAccepted, all[1].Outcome)
+		require.EqualValues(t, 2, cursorOf(t, b, "self", "p", "g").Offset)
+		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "self", Group: "g"}).Messages)
+	})
+}

@@ -263,13 +263,19 @@ func (r *run) settleAll(hs []handled, rest []*Message) (back bool, refused int) 
 		case results[i].Parked:
 			dec.outcome = OutcomeParked
 		}
-		if ackErr != nil { // nothing settled: it comes back by itself
+		switch {
+		case errors.Is(ackErr, ErrAlreadySettled):
+			// Settled meanwhile by someone else (the handler itself, a
+			// seek): it does not come back.
+			dec.outcome = OutcomeHandled
+			ackErr = nil
+		case ackErr != nil: // nothing settled: it comes back by itself
 			dec.outcome = OutcomeReleased
 			refused++
 		}
 		if ackErr == nil {
 			switch dec.outcome {
-			case OutcomeAccepted, OutcomeDeadLettered, OutcomeParked:
+			case OutcomeAccepted, OutcomeDeadLettered, OutcomeParked, OutcomeHandled:
 				r.h.loops().forget(h.m)
 			default:
 				back = true
