@@ -299,8 +299,12 @@ func (q *QueueBuilder) Concurrency(n int) *QueueBuilder {
 }
 
 // DrainTimeout bounds how long stopping a consume loop waits for running
-// handlers. Defaults to the client's: Options.DrainTimeout for a [Broker],
-// 20 s unless configured otherwise.
+// handlers (and for the acks of what they accepted), however it is stopped:
+// [Consumer.Stop] (whose ctx may cut it shorter), the end of its ctx, or
+// the client's Close (whose own total bound, Options.DrainTimeout for a
+// [Broker], may also cut it shorter). Past it, what is left unsettled is
+// reported as a [*DrainError]. Defaults to the client's: Options.DrainTimeout
+// for a [Broker], 20 s unless configured otherwise.
 func (q *QueueBuilder) DrainTimeout(d time.Duration) *QueueBuilder {
 	if d < 0 {
 		return q.fail("DrainTimeout", "must not be negative")

@@ -562,8 +562,13 @@ func (r *run) requestStop() {
 }
 
 // drain stops the loop and waits for it until deadline or cancel, then
-// abandons what is still running. It implements drainer.
+// abandons what is still running. It implements drainer. The loop's own
+// drain timeout, counted from now, bounds deadline: whoever stops it
+// (Stop, its ctx, the client's Close) waits no longer than that.
 func (r *run) drain(deadline time.Time, cancel <-chan struct{}) error {
+	if own := time.Now().Add(r.drainTimeout); own.Before(deadline) {
+		deadline = own
+	}
 	r.requestStop()
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()

@@ -607,6 +607,31 @@ func TestBroker_CloseDrainsEveryConsumer(t *testing.T) {
 			require.Contains(t, err.Error(), fmt.Sprintf(`queue "q%d"`, i))
 		}
 	})
+	t.Run("each loop within its own DrainTimeout", func(t *testing.T) {
+		t.Parallel()
+		// Close's own bound is far off: the loop's 50 ms is what ends it.
+		b, err := queen.Open("", &queen.Options{InMemory: true, DrainTimeout: time.Hour})
+		require.NoError(t, err)
+		release := make(chan struct{})
+		defer close(release)
+		pushTo(t, b, "q", "Default", `{"n":0}`)
+		started := make(chan struct{})
+		c := b.Queue("q").Each().DrainTimeout(50*time.Millisecond).Consume(context.Background(), func(ctx context.Context, msg *queen.Message) error {
+			close(started)
+			<-release
+			return nil
+		})
+		require.NoError(t, c.Start(context.Background()))
+		recv(t, started)
+		closed := make(chan error, 1)
+		go func() { closed <- b.Close() }()
+		err = recv(t, closed) // within `within`, not the hour
+		var de *queen.DrainError
+		require.ErrorAs(t, err, &de, "Close reports what the loop left unsettled, as Stop does")
+		require.Len(t, de.Unsettled, 1)
+		recv(t, c.Done())
+		require.ErrorIs(t, c.Err(), queen.ErrDrainTimeout)
+	})
 }
 
 func TestConsume_Refusals(t *testing.T) {

@@ -178,8 +178,12 @@ type Options struct {
 	GCInterval time.Duration
 
 	// DrainTimeout bounds how long [Broker.Close] waits for running
-	// consumers (see [Consumer]) to finish their handlers, in total.
-	// Defaults to 20 seconds.
+	// consumers (see [Consumer]) to finish their handlers, in total: the
+	// loops drain at once, side by side, each for no longer than its own
+	// [QueueBuilder.DrainTimeout] (which defaults to this) nor than what is
+	// left of this bound. What a loop leaves unsettled when its time is up
+	// is reported by Close as a [*DrainError], as [Consumer.Stop] reports
+	// it. Defaults to 20 seconds.
 	DrainTimeout time.Duration
 
 	// Observer receives counts and durations. Defaults to none.
@@ -444,7 +448,10 @@ const closeCallWait = 10 * time.Second
 
 // Close stops the broker, in this order:
 //
-//  1. It drains running consumers (see Options.DrainTimeout). Meanwhile
+//  1. It drains running consumers, all at once, each for at most its
+//     own DrainTimeout and all within Options.DrainTimeout; what they
+//     leave unsettled comes back joined in Close's error, as
+//     [*DrainError] values (errors.As finds the first). Meanwhile
 //     every call still works, so handlers can settle their messages and
 //     the drain can give back, with acks of status retry, those not
 //     started.
