@@ -768,10 +768,10 @@ func (r *run) split(res *PopResult, popped time.Time) []*job {
 
 // work runs jobs until the loop stops.
 func (r *run) work() {
-	// A lane's acks are still being written when its handling ends: the
+	// A job's acks are still being written when its handling ends: the
 	// worker takes its next job meanwhile, and waits for them only once
-	// the next lane has been handled (or when it returns), so it never has
-	// more than one lane's acks in flight.
+	// the next job has been handled (or when it returns), so it never has
+	// more than one job's acks in flight.
 	var prev *job
 	defer func() {
 		if prev != nil {
@@ -796,17 +796,11 @@ func (r *run) work() {
 		}
 		r.mu.Unlock()
 
-		if !r.lanes {
+		if r.lanes {
+			r.runLane(j)
+		} else {
 			r.runBatch(j)
-			r.mu.Lock()
-			r.running--
-			r.forgetJob(j)
-			r.lastActive = time.Now()
-			r.cond.Broadcast()
-			r.mu.Unlock()
-			continue
 		}
-		r.runLane(j)
 		if prev != nil {
 			r.retire(prev)
 		}
@@ -920,7 +914,7 @@ func (r *run) runLane(j *job) {
 		r.mu.Unlock()
 		var back bool
 		if r.userSettles {
-			back = r.handle(j.cur, rest)
+			back = r.handle(nil, j.cur, rest)
 		} else {
 			back = r.handleInLane(j, msg, rest)
 		}
@@ -1073,7 +1067,7 @@ func (r *run) runBatch(j *job) {
 	r.mu.Unlock()
 	r.release(lost)
 	if len(live) > 0 {
-		r.handle(live, nil)
+		r.handle(j, live, nil)
 	}
 	r.mu.Lock()
 	j.cur = nil
@@ -1082,8 +1076,9 @@ func (r *run) runBatch(j *job) {
 
 // handle runs the handler on msgs and settles them. rest are the messages
 // of the lane behind msgs; handle reports whether they come back (msgs
-// were given back, not settled for good).
-func (r *run) handle(msgs, rest []*Message) (back bool) {
+// were given back, not settled for good). With j, a batch job, accepted
+// messages are queued on j for their AckBatch instead (see work).
+func (r *run) handle(j *job, msgs, rest []*Message) (back bool) {
 	ok := msgs[:0:0]
 	for _, m := range msgs {
 		if _, err := m.Decode(); err != nil { // parked before the handler runs
@@ -1117,6 +1112,12 @@ func (r *run) handle(msgs, rest []*Message) (back bool) {
 	hs := make([]handled, len(ok))
 	for i, m := range ok {
 		hs[i] = handled{m: m, err: err, ran: true, d: d}
+	}
+	if j != nil && err == nil {
+		r.mu.Lock()
+		j.queued = append(j.queued, hs...)
+		r.mu.Unlock()
+		return false
 	}
 	return r.settle(hs, rest)
 }

@@ -74,8 +74,9 @@ func TestConsume_LaneAcksShareAckBatches(t *testing.T) {
 		// last message: a loop that waited for each ack before the next
 		// message would never get there (the wait gives up after `within`
 		// and the count below then fails).
+		var f faults
 		calls.mu.Lock()
-		calls.gate = func() { await(lastSeen) }
+		calls.gate = func() { f.check(await(lastSeen), "the lane waited for an ack") }
 		calls.mu.Unlock()
 		pushTo(t, b, "lane", "p", numbered(100)...)
 		var seen atomic.Int64
@@ -88,6 +89,7 @@ func TestConsume_LaneAcksShareAckBatches(t *testing.T) {
 				return nil
 			}).OnSettled(col.add).Execute(context.Background())
 		require.NoError(t, err)
+		f.none(t)
 		sizes := calls.list()
 		total := 0
 		for _, n := range sizes {
@@ -242,5 +244,39 @@ func TestConsume_AckOfMessageSettledByHandlerIsHandled(t *testing.T) {
 		require.Equal(t, queen.OutcomeAccepted, all[1].Outcome)
 		require.EqualValues(t, 2, cursorOf(t, b, "self", "p", "g").Offset)
 		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "self", Group: "g"}).Messages)
+	})
+}
+
+func TestConsume_BatchHandlerGoesOnWhileItsAckIsWritten(t *testing.T) {
+	t.Parallel()
+	observed(t, func(t *testing.T, b *queen.Broker, calls *ackCalls) {
+		second := make(chan struct{})
+		// The first batch's ack is held until the handler has the second
+		// batch: the worker does not wait for an ack before its next job.
+		var f faults
+		calls.mu.Lock()
+		calls.gate = func() { f.check(await(second), "the second batch waited for the first one's ack") }
+		calls.mu.Unlock()
+		pushTo(t, b, "batches", "a", numbered(10)...)
+		pushTo(t, b, "batches", "b", numbered(10)...)
+		var n atomic.Int64
+		col := newCollector()
+		err := b.Queue("batches").Group("g").SubscriptionMode(queen.SubscriptionModeAll).Batch(10).Partitions(1).Concurrency(1).Limit(20).
+			ConsumeBatch(context.Background(), func(ctx context.Context, msgs []*queen.Message) error {
+				if n.Add(1) == 2 {
+					close(second)
+				}
+				return nil
+			}).OnSettled(col.add).Execute(context.Background())
+		require.NoError(t, err)
+		f.none(t)
+		require.EqualValues(t, 2, n.Load())
+		require.Len(t, col.list(), 20)
+		for _, s := range col.list() {
+			require.Equal(t, queen.OutcomeAccepted, s.Outcome)
+		}
+		require.Equal(t, []int{10, 10}, calls.list(), "one AckBatch per batch")
+		require.EqualValues(t, 10, cursorOf(t, b, "batches", "a", "g").Offset)
+		require.EqualValues(t, 10, cursorOf(t, b, "batches", "b", "g").Offset)
 	})
 }
