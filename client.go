@@ -121,6 +121,10 @@ type host interface {
 	loops() *consumerSet
 	// leaseState tells whether msg is still leased to its delivery.
 	leaseState(msg *Message) int
+	// exactLeases reports that leaseState knows at once when a lease is
+	// lost (its expiry included), not only once an ack or renewal was
+	// refused.
+	exactLeases() bool
 	// leaseFor is the lease a renewal of queue's messages asks for.
 	leaseFor(ctx context.Context, queue string) time.Duration
 	// observe reports a loop event.
@@ -147,6 +151,7 @@ func (b *Broker) logger() *slog.Logger                               { return b.
 func (b *Broker) track(string)                                       {}
 func (b *Broker) untrack(string)                                     {}
 func (b *Broker) lost(string)                                        {}
+func (b *Broker) exactLeases() bool                                  { return true }
 
 func (b *Broker) usableErr() error { return b.startErr() }
 
@@ -255,6 +260,7 @@ func (h runtimeHost) clockNow() time.Time         { return h.rt.clock.Now() }
 func (h runtimeHost) defaultDrain() time.Duration { return h.rt.drain }
 func (h runtimeHost) loops() *consumerSet         { return &h.rt.set }
 func (h runtimeHost) leaseState(m *Message) int   { return h.rt.book.state(m) }
+func (h runtimeHost) exactLeases() bool           { return false }
 func (h runtimeHost) logger() *slog.Logger        { return h.rt.log }
 func (h runtimeHost) track(id string)             { h.rt.book.track(id) }
 func (h runtimeHost) untrack(id string)           { h.rt.book.untrack(id) }

@@ -349,12 +349,13 @@ type job struct {
 }
 
 // laneConfirm is how long a lane goes on handling messages without
-// knowing its lease is still held: before it starts a message more than
-// this after the pop or its last AckBatch taken whole, it waits for its
-// acks to land, so that a lease lost under a slow handler (every lease
-// lasts at least 1 s) stops the lane before the next message rather than
-// after it, on every backend, even one that learns of a lost lease only
-// from a refused ack. The time is the client's clock's.
+// knowing its lease is still held, on a backend whose leaseState learns
+// of a lost lease only from a refused ack or renewal (a remote client):
+// before it starts a message more than this after the pop or its last
+// AckBatch taken whole, it waits for its acks to land, so that a lease
+// lost under a slow handler (every lease lasts at least 1 s) stops the
+// lane before the next message rather than after it. The time is the
+// client's clock's. A Broker knows of every lost lease at once.
 const laneConfirm = time.Second
 
 // handled is a message the loop has a result for, waiting to be acked.
@@ -383,6 +384,7 @@ type run struct {
 	batch        BatchHandler
 	lanes        bool // split pops by partition, one message per call
 	userSettles  bool
+	exact        bool // the host's leaseState is exact (see host.exactLeases)
 	onSuccess    func(ctx context.Context, msg *Message) error
 	onError      func(ctx context.Context, msg *Message, err error) error
 	onSettled    func(Settlement)
@@ -447,6 +449,7 @@ func newRun(c *Consumer, ctx context.Context) *run {
 		r.drainTimeout = r.h.defaultDrain()
 	}
 	r.userSettles = !q.autoAck || r.onSuccess != nil || r.onError != nil
+	r.exact = r.h.exactLeases()
 	r.ends = [2]context.Context{ctx, c.parent}
 	r.cond = sync.NewCond(&r.mu)
 	base := context.WithoutCancel(ctx)
@@ -890,7 +893,7 @@ func (r *run) runLane(j *job) {
 		}
 		msg := j.msgs[j.next]
 		j.next++
-		stale := (len(j.queued) > 0 || j.flushing) && r.h.clockNow().Sub(j.confirmed) >= laneConfirm
+		stale := !r.exact && (len(j.queued) > 0 || j.flushing) && r.h.clockNow().Sub(j.confirmed) >= laneConfirm
 		r.mu.Unlock()
 		if stale {
 			r.flushAcks(j)
