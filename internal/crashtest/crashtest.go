@@ -51,6 +51,9 @@ const (
 	CapIn         = "capin"
 	CapOut        = "capout" // MaxSize CapMax, drained slowly: transactions into it are refused
 	CapMax        = 2
+
+	LoopQueue = "loop" // the child's -loop mode: a backlog read by a consume loop
+	LoopGroup = "g"
 )
 
 // WorkPartitions and RetainPartitions name the partitions of each queue.
@@ -60,6 +63,7 @@ var (
 	TxPartitions     = []string{"t0", "t1", "t2"}
 	AutoPartitions   = []string{"a0", "a1"}
 	CapPartitions    = []string{"c0", "c1"}
+	LoopPartitions   = []string{"l0", "l1", "l2", "l3", "l4", "l5", "l6", "l7"}
 )
 
 // Payload is the payload the child pushes for txid: deterministic, so the
