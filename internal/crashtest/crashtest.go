@@ -7,7 +7,9 @@
 // transactions must leave nothing behind), against a Badger directory,
 // and logs each operation that returned success; the
 // test (crash_test.go) SIGKILLs it, reopens the directory and checks the
-// log against what the broker holds.
+// log against what the broker holds. In its -loop mode the child runs a
+// consume loop over a backlog instead (loop_test.go; its lines are listed
+// in child/loop.go).
 //
 // The log is the contract between the two processes. Every line is one
 // write(2) to a file opened with O_APPEND, made after the call returned

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,9 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// loopBacklog is how many messages the -loop child pushes, over
-// crashtest.LoopPartitions.
-const loopBacklog = 20000
+var loopBacklog = flag.Int("crash.backlog", 20000, "messages the consume-loop crash test pushes (raise it with -crash.rounds)")
 
 // TestCrash_ConsumeLoopAtLeastOnce kills (SIGKILL) a child running the
 // README's consume loop (Batch 100, Concurrency 4, Each) over a backlog,
@@ -58,14 +58,9 @@ func TestCrash_ConsumeLoopAtLeastOnce(t *testing.T) {
 			data, logPath := filepath.Join(dir, "data"), filepath.Join(dir, "log")
 			args := func(round int) []string {
 				return []string{"-dir", data, "-log", logPath, "-round", fmt.Sprint(round), "-seed", fmt.Sprint(seed),
-					"-durability", mode.String(), "-loop", fmt.Sprint(loopBacklog), "-for", "2m"}
+					"-durability", mode.String(), "-loop", fmt.Sprint(*loopBacklog), "-for", "2m"}
 			}
-			ackedSoFar := 0
 			for round := 1; round <= *rounds; round++ {
-				// Kill once this round has logged target acks: early in some
-				// rounds, late in others, and leaving work for the next.
-				left := max(1, (loopBacklog-ackedSoFar)/(*rounds-round+2))
-				target := 1 + rng.IntN(left)
 				cmd := exec.Command(bin, args(round)...)
 				var stderr bytes.Buffer
 				cmd.Stderr = &stderr
@@ -73,7 +68,16 @@ func TestCrash_ConsumeLoopAtLeastOnce(t *testing.T) {
 				require.NoError(t, cmd.Start())
 				exited := make(chan struct{})
 				go func() { _ = cmd.Wait(); close(exited) }()
-				n, why := waitAcks(logPath, from, round, target, exited)
+				// Kill once this round has logged a random number of acks:
+				// early in some rounds, late in others, and leaving work
+				// for the next ones.
+				target := func(lag int) int {
+					if lag == 0 {
+						return 0
+					}
+					return 1 + rng.IntN(max(1, lag/(*rounds-round+2)))
+				}
+				why := waitAcks(logPath, from, round, target, exited)
 				_ = cmd.Process.Signal(syscall.SIGKILL)
 				<-exited
 				if why != "" {
@@ -81,7 +85,6 @@ func TestCrash_ConsumeLoopAtLeastOnce(t *testing.T) {
 				}
 				ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 				require.True(t, ws.Signaled(), "round %d: child ended on its own: %s", round, stderr.String())
-				ackedSoFar += n
 			}
 			// The last child drains the rest and exits by itself.
 			drain := *rounds + 1
@@ -104,9 +107,10 @@ func fileSize(t *testing.T, path string) int64 {
 }
 
 // waitAcks follows the log from byte from until the child of round has
-// logged target acked lines, and returns how many it saw; why is set when
-// it gave up (the child reported an error or exited, or too long passed).
-func waitAcks(logPath string, from int64, round, target int, exited <-chan struct{}) (n int, why string) {
+// logged target(lag) acked lines, lag being what it logged as left to
+// consume; why is set when it gave up (the child reported an error or
+// exited, or too long passed).
+func waitAcks(logPath string, from int64, round int, target func(lag int) int, exited <-chan struct{}) (why string) {
 	deadline := time.Now().Add(60 * time.Second)
 	var f *os.File
 	defer func() {
@@ -116,6 +120,7 @@ func waitAcks(logPath string, from int64, round, target int, exited <-chan struc
 	}()
 	ready := false
 	readyLine := fmt.Sprintf("ready %d", round)
+	n, want := 0, -1
 	var partial []byte
 	buf := make([]byte, 1<<16)
 	for {
@@ -123,7 +128,7 @@ func waitAcks(logPath string, from int64, round, target int, exited <-chan struc
 			if g, err := os.Open(logPath); err == nil {
 				if _, err := g.Seek(from, io.SeekStart); err != nil {
 					g.Close()
-					return n, err.Error()
+					return err.Error()
 				}
 				f = g
 			}
@@ -147,13 +152,19 @@ func waitAcks(logPath string, from int64, round, target int, exited <-chan struc
 				case line == readyLine:
 					ready = true
 				case strings.HasPrefix(line, "ERR ") || strings.HasPrefix(line, "other "):
-					return n, "child logged: " + line
+					return "child logged: " + line
+				case ready && want < 0 && strings.HasPrefix(line, "lag "):
+					lag, err := strconv.Atoi(line[len("lag "):])
+					if err != nil {
+						return "bad line: " + line
+					}
+					want = target(lag)
 				case ready && strings.HasPrefix(line, "acked "):
 					n++
 				}
 			}
-			if n >= target {
-				return n, ""
+			if want >= 0 && n >= want {
+				return ""
 			}
 		}
 		if progressed {
@@ -161,11 +172,11 @@ func waitAcks(logPath string, from int64, round, target int, exited <-chan struc
 		}
 		select {
 		case <-exited:
-			return n, fmt.Sprintf("child exited after %d of the %d acks awaited", n, target)
+			return fmt.Sprintf("child exited after %d of the %d acks awaited", n, want)
 		default:
 		}
 		if time.Now().After(deadline) {
-			return n, fmt.Sprintf("only %d of the %d acks awaited after 60s (ready: %v)", n, target, ready)
+			return fmt.Sprintf("only %d of the %d acks awaited after 60s (ready: %v)", n, want, ready)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -215,7 +226,7 @@ func verifyLoop(t *testing.T, data, logPath string, mode queen.Durability, last 
 				per[round].attempt1++
 			}
 			if r, ok := ackedIn[k]; ok {
-				t.Fatalf("%s@%d handled in round %d after round %d's OnSettled reported it accepted: the ack was not durable", k.part, k.off, round, r)
+				t.Fatalf("%s@%d handled in round %d after round %d's OnSettled reported it accepted: an accepted report not backed by a stored ack", k.part, k.off, round, r)
 			}
 			if p, ok := prevOff[k.part]; ok && k.off != p+1 {
 				t.Fatalf("%s: round %d handled offset %d after %d (per-partition order broken, or a message skipped or delivered again within a round)", k.part, round, k.off, p)
@@ -241,8 +252,9 @@ func verifyLoop(t *testing.T, data, logPath string, mode queen.Durability, last 
 
 	// Nothing lost: every pushed message was handled.
 	var total int64
-	for _, part := range crashtest.LoopPartitions {
-		require.Equal(t, int64(loopBacklog/len(crashtest.LoopPartitions)), count[part], "%s: confirmed pushes", part)
+	np := len(crashtest.LoopPartitions)
+	for i, part := range crashtest.LoopPartitions {
+		require.Equal(t, int64((*loopBacklog-i+np-1)/np), count[part], "%s: confirmed pushes", part)
 		total += count[part]
 		for off := range count[part] {
 			require.NotEmpty(t, handledIn[partOff{part, off}], "%s@%d pushed and never handled: lost", part, off)

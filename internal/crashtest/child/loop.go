@@ -19,6 +19,7 @@ import (
 //
 //	push QUEUE PARTITION TXID OFFSET   a confirmed push
 //	pushed                             every push of the backlog is confirmed
+//	lag N                              the group has N messages left to consume
 //	handled PARTITION OFFSET ATTEMPT   a handler ran and is about to return nil
 //	acked PARTITION OFFSET             OnSettled: accepted, its ack returned success
 //	other PARTITION OFFSET OUTCOME ERR OnSettled reported anything else
@@ -61,6 +62,23 @@ func consumeLoop(log *logger, prev []crashtest.Line, dir string, opts *queen.Opt
 		}
 		log.write("pushed")
 	}
+
+	// What is left for the group, so the test can choose when to kill.
+	qs, err := b.QueueStats(ctx, crashtest.LoopQueue)
+	if err != nil {
+		log.fatal("queue stats: %v", err)
+	}
+	lag := int64(0)
+	for _, ps := range qs.Partitions {
+		left := ps.Messages // a group not yet created reads them all
+		for _, c := range ps.Cursors {
+			if c.Group == crashtest.LoopGroup {
+				left = c.Lag
+			}
+		}
+		lag += left
+	}
+	log.write(fmt.Sprintf("lag %d", lag))
 
 	loopCtx, stop := context.WithCancel(ctx)
 	defer stop()
