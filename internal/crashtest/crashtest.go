@@ -7,7 +7,9 @@
 // transactions must leave nothing behind), against a Badger directory,
 // and logs each operation that returned success; the
 // test (crash_test.go) SIGKILLs it, reopens the directory and checks the
-// log against what the broker holds.
+// log against what the broker holds. In its -loop mode the child runs a
+// consume loop over a backlog instead (loop_test.go; its lines are listed
+// in child/loop.go).
 //
 // The log is the contract between the two processes. Every line is one
 // write(2) to a file opened with O_APPEND, made after the call returned
@@ -51,6 +53,9 @@ const (
 	CapIn         = "capin"
 	CapOut        = "capout" // MaxSize CapMax, drained slowly: transactions into it are refused
 	CapMax        = 2
+
+	LoopQueue = "loop" // the child's -loop mode: a backlog read by a consume loop
+	LoopGroup = "g"
 )
 
 // WorkPartitions and RetainPartitions name the partitions of each queue.
@@ -60,6 +65,7 @@ var (
 	TxPartitions     = []string{"t0", "t1", "t2"}
 	AutoPartitions   = []string{"a0", "a1"}
 	CapPartitions    = []string{"c0", "c1"}
+	LoopPartitions   = []string{"l0", "l1", "l2", "l3", "l4", "l5", "l6", "l7"}
 )
 
 // Payload is the payload the child pushes for txid: deterministic, so the

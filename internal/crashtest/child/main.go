@@ -58,6 +58,8 @@ func main() {
 	runFor := flag.Duration("for", 20*time.Second, "exit by itself after this long")
 	seq := flag.Int("seq", 0, "instead: push this many messages one at a time, then pop and ack each (for syscall tracing)")
 	vlogSize := flag.Int64("vlogsize", 0, "with -seq: open Badger with this value-log file size, through queen.OpenDB")
+	loopN := flag.Int("loop", 0, "instead: push a backlog of this many messages (first round) and run a consume loop on it (see loop.go)")
+	drain := flag.Bool("drain", false, "with -loop: stop once the group has consumed everything, close the broker and log drained")
 	flag.Parse()
 
 	f, err := os.OpenFile(*logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
@@ -82,6 +84,10 @@ func main() {
 	}
 	if *seq > 0 {
 		sequential(log, *dir, opts, *seq, *vlogSize)
+		return
+	}
+	if *loopN > 0 {
+		consumeLoop(log, prev, *dir, opts, *loopN, *round, *drain, *runFor)
 		return
 	}
 	b, err := queen.Open(*dir, opts)
