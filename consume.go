@@ -59,10 +59,29 @@ type Settlement struct {
 //
 // The loop long-polls for messages (see the builder's Batch, Partitions,
 // Wait and Timeout), calls fn, and settles each message from fn's
-// result (see [Handler]) before going on. When a message is not settled
-// for good (it fails with retries left, or is retried or in progress), the
-// rest of its partition's messages in that pop are skipped: they come back,
-// in order, after it. Other partitions' messages are handled as usual.
+// result (see [Handler]). When a message is not settled for good (it fails
+// with retries left, or is retried or in progress), the rest of its
+// partition's messages in that pop are skipped: they come back, in order,
+// after it. Other partitions' messages are handled as usual.
+//
+// # Acks
+//
+// A message counts as handled when fn returns. The loop does not wait for
+// an accepted message's ack before it starts the next one: the accepted
+// messages of a partition's run (its messages of one pop) share one
+// [Client.AckBatch], sent 1 ms after the first of them or, while the run's
+// previous AckBatch is being written, right after it, so a run never has
+// two in flight and its acks are written in order. Any other result is
+// acked at once, behind the run's accepted messages not yet acked, and the
+// loop reads its answer before going on. A worker takes its next run while
+// the last one's acks are written and waits for them after that run. So a
+// process killed between fn's return and the ack reaching storage gets the
+// message delivered again: at least once, as when it is killed while fn
+// runs; with fast handlers up to a pop's messages per running worker. A
+// message reported [OutcomeAccepted] to [Consumer.OnSettled] had its ack
+// written with the client's durability (see [Durability]). Acks stay
+// fenced by the lease: one refused because the lease was lost is reported
+// [OutcomeReleased], and the message comes back.
 //
 // The loop stops when ctx (or the ctx given to Execute or Start) ends,
 // after Limit messages, after Idle with nothing to do, or with
