@@ -61,17 +61,22 @@ func child(t *testing.T) string {
 	return childBin
 }
 
-// TestCrash_KillAndReopen runs the child against one directory, SIGKILLs
-// it at a random moment, reopens the directory and checks the log against
-// what the broker holds; several rounds, in every durability mode.
-func TestCrash_KillAndReopen(t *testing.T) {
-	t.Parallel()
-	bin := child(t)
+// testSeed is -crash.seed, or one from the clock, logged for a rerun.
+func testSeed(t *testing.T) uint64 {
 	seed := *seedFlag
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seed %d (rerun with -crash.seed=%d)", seed, seed)
+	return seed
+}
+
+// TestCrash_KillAndReopen runs the child against one directory, SIGKILLs
+// it at a random moment, reopens the directory and checks the log against
+// what the broker holds; several rounds, in every durability mode.
+func TestCrash_KillAndReopen(t *testing.T) {
+	t.Parallel()
+	bin, seed := child(t), testSeed(t)
 	for _, mode := range []queen.Durability{queen.SyncEveryCommit, queen.SyncNever, queen.SyncPushes} {
 		t.Run(mode.String(), func(t *testing.T) {
 			t.Parallel()

@@ -43,12 +43,7 @@ var loopBacklog = flag.Int("crash.backlog", 20000, "messages the consume-loop cr
 // is logged per round: that is the crash window the documentation states.
 func TestCrash_ConsumeLoopAtLeastOnce(t *testing.T) {
 	t.Parallel()
-	bin := child(t)
-	seed := *seedFlag
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -crash.seed=%d)", seed, seed)
+	bin, seed := child(t), testSeed(t)
 	for _, mode := range []queen.Durability{queen.SyncEveryCommit, queen.SyncNever, queen.SyncPushes} {
 		t.Run(mode.String(), func(t *testing.T) {
 			t.Parallel()
