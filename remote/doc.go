@@ -68,7 +68,10 @@
 // attempts this process saw), [queen.PushResult.Offset],
 // [queen.DeadLetter.ID] and Offset, and [queen.LetterPage.Total]. It
 // ignores an ack's Delay, so a retry policy's back-off does not hold the
-// message back there. The client learns which server it talks to from
+// message back there. [queen.AckResult].Parked is what the server says
+// (the ack's parked field), never guessed from the status sent: a server
+// that does not send it (Queen's, or an httpapi older than the field)
+// gives false. The client learns which server it talks to from
 // GET /health, once, when a call first depends on it; [Options.Server]
 // can say it instead.
 //

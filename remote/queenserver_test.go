@@ -24,8 +24,8 @@ import (
 // (wire contract, Part C): a push answers 200 with snake_case ids and no
 // offset, an empty pop 200 with {"success":false,...}, popped messages
 // carry no offset, deliveryAttempt or queue, the DLQ listing has no total
-// nor ids, conflation is ignored, and there is no fetch, replay, delete or
-// parked route.
+// nor ids, ack answers have no parked field, conflation is ignored, and
+// there is no fetch, replay, delete or parked route.
 type queenServer struct {
 	*httptest.Server
 	health atomic.Int32 // GET /health calls
@@ -79,6 +79,20 @@ func newQueenServer(t *testing.T, opts *queen.Options) (*queenServer, *queen.Bro
 				}
 			}
 			body = mustJSON(t, pop)
+		case (path == "/api/v1/ack" || path == "/api/v1/ack/batch") && status == http.StatusOK:
+			var items []map[string]any
+			require.NoError(t, json.Unmarshal(body, &items))
+			for _, it := range items {
+				delete(it, "parked")
+			}
+			body = mustJSON(t, items)
+		case path == "/api/v1/transaction" && status == http.StatusOK:
+			var reply map[string]any
+			require.NoError(t, json.Unmarshal(body, &reply))
+			for _, it := range reply["results"].([]any) {
+				delete(it.(map[string]any), "parked")
+			}
+			body = mustJSON(t, reply)
 		case path == "/api/v1/dlq" && status == http.StatusOK:
 			var page map[string]any
 			require.NoError(t, json.Unmarshal(body, &page))
@@ -283,4 +297,32 @@ func TestQueenServer_Declared(t *testing.T) {
 	_, err = ours.ParkedMessages(context.Background(), queen.LetterFilter{})
 	require.ErrorIs(t, err, queen.ErrUnsupported)
 	require.Zero(t, qs.health.Load())
+}
+
+// A server that does not say whether an ack parked the message (Queen's
+// own, or an httpapi older than the parked field) gets Parked false: the
+// client does not guess it from the status it sent. Here the client is
+// told the server is ours, so it sends the park.
+func TestQueenServer_ParkedNotGuessed(t *testing.T) {
+	t.Parallel()
+	qs, b := newQueenServer(t, nil)
+	c, err := remote.Dial(qs.URL, &remote.Options{Server: remote.ServerQueenLite})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := context.Background()
+	_, err = c.Push(ctx, []queen.PushItem{{Queue: "q", Payload: json.RawMessage(`{}`)}, {Queue: "q", Payload: json.RawMessage(`{}`)}})
+	require.NoError(t, err)
+	msgs, err := c.Queue("q").Batch(2).Wait(false).Pop(ctx)
+	require.NoError(t, err)
+	require.Len(t, msgs, 2)
+	r, err := c.Ack(ctx, msgs[0], false, queen.AckOptions{Status: queen.AckPark})
+	require.NoError(t, err)
+	require.True(t, r.Success)
+	require.False(t, r.Parked, "not said")
+	tx, err := c.Transaction().Ack(msgs[1], queen.AckPark, queen.AckOptions{}).Commit(ctx)
+	require.NoError(t, err)
+	require.False(t, tx.Results[0].Ack.Parked, "not said")
+	st, err := b.QueueStats(ctx, "q")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, st.Parked, "the broker parked both")
 }
