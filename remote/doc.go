@@ -71,7 +71,11 @@
 // message back there. [queen.AckResult].Parked is what the server says
 // (the ack's parked field), never guessed from the status sent: a server
 // that does not send it (Queen's, or an httpapi older than the field)
-// gives false. The client learns which server it talks to from
+// gives false. Queue counts (QueueStats, ListQueues) come from Queen's
+// counters there: Messages is total, InFlight processing, and Pending
+// pending + processing but never more than Messages, which is the
+// broker's Pending unless several groups lease the same messages (the
+// counters cannot say it then); cmd/queen sends the broker's own counts. The client learns which server it talks to from
 // GET /health, once, when a call first depends on it; [Options.Server]
 // can say it instead.
 //
