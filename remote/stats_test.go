@@ -31,7 +31,9 @@ func sameCounts(t *testing.T, want, got *queen.QueueStats, why string) {
 // carries the broker's values, and neither side adds back what the other
 // took off. Queue "one" has one partition, "two" two; 0, 1, 2 and 3 groups
 // lease overlapping messages, then some are acked, then the leases run
-// out.
+// out. In queue "three" two groups settle the first message, then both
+// lease the other two: Pending 2 of 3 Messages with 4 in flight, which
+// Queen's counters alone (pending 0, processing 4) cannot tell from 3.
 func TestQueueStats_SameAsBroker(t *testing.T) {
 	t.Parallel()
 	clock := itest.NewClock()
@@ -61,7 +63,7 @@ func TestQueueStats_SameAsBroker(t *testing.T) {
 	}
 	same := func(step string) {
 		t.Helper()
-		for _, name := range []string{"one", "two"} {
+		for _, name := range []string{"one", "two", "three"} {
 			want, err := b.QueueStats(ctx, name)
 			require.NoError(t, err)
 			got, err := c.QueueStats(ctx, name)
@@ -95,6 +97,7 @@ func TestQueueStats_SameAsBroker(t *testing.T) {
 	push("one", "", 2)
 	push("two", "a", 3)
 	push("two", "b", 2)
+	push("three", "", 3)
 	same("no group")
 
 	one1 := pop("one", "", "g1", 2)
@@ -118,6 +121,15 @@ func TestQueueStats_SameAsBroker(t *testing.T) {
 	ack(two1[0], queen.AckCompleted)
 	ack(two3[0], queen.AckPark)
 	same("some acked")
+
+	for _, g := range []string{"g1", "g2"} {
+		ack(pop("three", "", g, 1)[0], queen.AckCompleted)
+		pop("three", "", g, 2)
+	}
+	st, err = b.QueueStats(ctx, "three")
+	require.NoError(t, err)
+	require.Equal(t, [3]int64{3, 2, 4}, [3]int64{st.Messages, st.Pending, st.InFlight})
+	same("two groups leasing the same messages after acking one")
 
 	clock.Advance(2 * time.Minute) // past every lease
 	same("leases expired")
