@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"time"
 
@@ -190,8 +191,8 @@ func (c *Client) QueueStats(ctx context.Context, name string) (*queen.QueueStats
 	return qs, nil
 }
 
-// ListQueues describes every queue, as [queen.Broker.ListQueues]; each
-// Config holds only the labels and Priority. The counts are read as in
+// ListQueues describes every queue by name, as [queen.Broker.ListQueues];
+// each Config holds only the labels and Priority. The counts are read as in
 // [Client.QueueStats].
 func (c *Client) ListQueues(ctx context.Context) ([]queen.QueueStats, error) {
 	var out struct {
@@ -221,6 +222,7 @@ func (c *Client) ListQueues(ctx context.Context) ([]queen.QueueStats, error) {
 		countsOf(q.Counts, q.Messages).SetQueue(&st)
 		qs = append(qs, st)
 	}
+	sort.Slice(qs, func(i, j int) bool { return qs[i].Name < qs[j].Name }) // the server lists newest first
 	return qs, nil
 }
 

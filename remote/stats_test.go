@@ -94,9 +94,13 @@ func TestQueueStats_SameAsBroker(t *testing.T) {
 		}
 	}
 
+	// Created a second apart, newest last: the listing is by name all the
+	// same.
 	push("one", "", 2)
+	clock.Advance(time.Second)
 	push("two", "a", 3)
 	push("two", "b", 2)
+	clock.Advance(time.Second)
 	push("three", "", 3)
 	same("no group")
 
