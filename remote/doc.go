@@ -83,8 +83,8 @@
 //
 // A few answers are thinner than in process, on every server: the
 // [queen.QueueInfo] of ConfigureQueue has no CreatedAt; ListQueues
-// reports a queue's labels and Priority but not the rest of its Config;
-// QueueStats has no per-partition cursors ([queen.PartitionStats].Cursors
+// reports a queue's labels and Priority but not the rest of its Config,
+// nor its Groups (QueueStats has them); QueueStats has no per-partition cursors ([queen.PartitionStats].Cursors
 // is nil); [queen.GroupStats] has no Consumed, LastAckAt or
 // OldestPendingAt; a lease's expiry has millisecond precision. A consume
 // loop learns that a message was settled
