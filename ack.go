@@ -82,9 +82,24 @@ type AckResult struct {
 	Err error
 	// LeaseReleased reports that this ack freed the partition's lease.
 	LeaseReleased bool
-	// DeadLettered and Parked report where the message went.
+	// DeadLettered reports that this ack moved the message to the
+	// dead-letter store (a dlq ack, or a failed one with no retry budget
+	// left).
 	DeadLettered bool
-	Parked       bool
+	// Parked reports that this ack moved the message to the parked store.
+	// Like DeadLettered it says what happened, not what was asked: it is
+	// false for a refused item (a park of a message settled before is
+	// [ErrAlreadySettled]), for a repeat of an earlier item of the same
+	// call, and for a park behind a retry (or a failed ack with budget
+	// left) of the same partition and group in the same call, which comes
+	// back instead of being parked.
+	//
+	// Over package remote both are the server's answer (the ack's dlq and
+	// parked fields). A server that does not send parked gives false, even
+	// if it parked the message: Queen's own server never does (an ack of
+	// status park is [ErrUnsupported] there), nor does an httpapi older
+	// than the field.
+	Parked bool
 
 	unchanged bool // accepted but changed nothing: not counted
 }

@@ -25,10 +25,18 @@ type CursorStats struct {
 
 // PartitionStats describes one partition.
 type PartitionStats struct {
-	Name        string
-	ID          string
-	CreatedAt   time.Time
-	Messages    int64 // stored messages (neither retention nor DeleteMessage removed them)
+	Name      string
+	ID        string
+	CreatedAt time.Time
+	Messages  int64 // stored messages (neither retention nor DeleteMessage removed them)
+	// Pending is the stored messages of the partition the slowest group
+	// has not settled (all of them, with no group), leased ones included;
+	// never more than Messages.
+	Pending int64
+	// InFlight is the messages under live leases, counted once for each
+	// group leasing them: with several groups it can exceed Pending and
+	// Messages.
+	InFlight    int64
 	FirstOffset int64 // lowest retained offset
 	NextOffset  int64 // offset the next push gets
 	LastPushAt  time.Time
@@ -45,10 +53,14 @@ type QueueStats struct {
 	PartitionN int
 	Messages   int64 // stored messages
 	// Pending counts, per partition, the stored messages the slowest group
-	// has not settled (all of them, with no group); never more than
+	// has not settled (all of them, with no group), leased ones included:
+	// the sum of the partitions' [PartitionStats].Pending; never more than
 	// Messages.
-	Pending     int64
-	InFlight    int64 // messages under live leases, over all groups
+	Pending int64
+	// InFlight is the messages under live leases, over all groups: the sum
+	// of the partitions' [PartitionStats].InFlight. A message leased by two
+	// groups counts twice, so InFlight can exceed Pending and Messages.
+	InFlight    int64
 	DeadLetters int64
 	Parked      int64
 	Groups      []string
@@ -102,23 +114,23 @@ func (b *Broker) queueStats(q *queue, withParts bool, now int64) QueueStats {
 	}
 	sort.Strings(qs.Groups)
 	for _, p := range q.parts {
-		pending := p.stored()
-		if len(q.groups) > 0 {
-			pending = 0
-		}
 		ps := PartitionStats{Name: p.name, ID: p.uuid(), CreatedAt: microsTime(p.createdAt()), Messages: p.stored(), FirstOffset: p.first, NextOffset: p.next, LastPushAt: microsTime(p.lastPushAt)}
+		if len(q.groups) == 0 {
+			ps.Pending = ps.Messages
+		}
 		for _, g := range q.slots {
 			if g == nil {
 				continue
 			}
 			cs := b.cursorStats(startCursor(g, p), now)
-			pending = max(pending, cs.Lag)
-			qs.InFlight += int64(cs.InFlight)
+			ps.Pending = max(ps.Pending, cs.Lag)
+			ps.InFlight += int64(cs.InFlight)
 			if withParts {
 				ps.Cursors = append(ps.Cursors, cs)
 			}
 		}
-		qs.Pending += pending
+		qs.Pending += ps.Pending
+		qs.InFlight += ps.InFlight
 		if withParts {
 			qs.Partitions = append(qs.Partitions, ps)
 		}

@@ -19,6 +19,9 @@ type ackResult struct {
 	PartitionName nullString `json:"partitionName"`
 	LeaseReleased bool       `json:"leaseReleased"`
 	DLQ           bool       `json:"dlq"`
+	// Parked, ours, is dlq's counterpart for the parked store: this ack
+	// parked the message (queen.AckResult.Parked).
+	Parked bool `json:"parked"`
 }
 
 // ack serves POST /api/v1/ack: one message, answered with a one-element
@@ -93,7 +96,7 @@ func (h *handler) settle(w http.ResponseWriter, r *http.Request, items []queen.A
 			out = append(out, ackResult{
 				Index: i, TransactionID: a.TransactionID, Success: a.Success, Error: nullString(ackErrorText(a.Err)),
 				QueueName: nullString(a.Queue), PartitionName: nullString(a.Partition),
-				LeaseReleased: a.LeaseReleased, DLQ: a.DeadLettered,
+				LeaseReleased: a.LeaseReleased, DLQ: a.DeadLettered, Parked: a.Parked,
 			})
 		}
 	}

@@ -133,6 +133,8 @@ func appendAckResults(b []byte, rs []ackResult) []byte {
 		b = strconv.AppendBool(b, r.LeaseReleased)
 		b = append(b, `,"dlq":`...)
 		b = strconv.AppendBool(b, r.DLQ)
+		b = append(b, `,"parked":`...)
+		b = strconv.AppendBool(b, r.Parked)
 		b = append(b, '}')
 	}
 	return append(b, ']')

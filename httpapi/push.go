@@ -161,8 +161,9 @@ type txResult struct {
 	Success       bool       `json:"success"`
 	TransactionID string     `json:"transactionId"`
 	Error         nullString `json:"error"`
-	// ack
-	DLQ *bool `json:"dlq,omitempty"`
+	// ack; parked is ours (queen.AckResult.Parked)
+	DLQ    *bool `json:"dlq,omitempty"`
+	Parked *bool `json:"parked,omitempty"`
 	// push
 	Status      string `json:"status,omitempty"`
 	MessageID   string `json:"messageId,omitempty"`
@@ -298,8 +299,8 @@ func (h *handler) transaction(w http.ResponseWriter, r *http.Request) {
 			tr := txResult{Index: i, Type: types[i]}
 			if a := res.Results[i].Ack; a != nil {
 				tr.TransactionID, tr.Error = a.TransactionID, nullString(ackErrorText(a.Err))
-				dlq := false
-				tr.DLQ = &dlq
+				no := false
+				tr.DLQ, tr.Parked = &no, &no
 			} else if ops[i].Push != nil {
 				tr.TransactionID = ops[i].Push.TransactionID
 			}
@@ -316,8 +317,8 @@ func (h *handler) transaction(w http.ResponseWriter, r *http.Request) {
 		tr := txResult{Index: i, Type: types[i], Success: true}
 		switch {
 		case or.Ack != nil:
-			dlq := or.Ack.DeadLettered
-			tr.TransactionID, tr.DLQ = or.Ack.TransactionID, &dlq
+			dlq, parked := or.Ack.DeadLettered, or.Ack.Parked
+			tr.TransactionID, tr.DLQ, tr.Parked = or.Ack.TransactionID, &dlq, &parked
 		case or.Push != nil:
 			p := h.pushResultJSON(r, i, or.Push)
 			tr.TransactionID, tr.Status, tr.MessageID = p.TransactionID, p.Status, string(p.MessageID)

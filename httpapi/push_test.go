@@ -436,7 +436,7 @@ func TestAck(t *testing.T) {
 		m := msgs(t, e.pop("/api/v1/pop/queue/a"))[0]
 		res := e.arr("POST", "/api/v1/ack", ackBody(m, "completed"), http.StatusOK)
 		require.Equal(t, []any{map[string]any{"index": 0.0, "transactionId": "m1", "success": true, "error": nil,
-			"queueName": "a", "partitionName": "p", "leaseReleased": true, "dlq": false}}, res)
+			"queueName": "a", "partitionName": "p", "leaseReleased": true, "dlq": false, "parked": false}}, res)
 		// The message is settled, so a second ack is refused, per item.
 		res = e.arr("POST", "/api/v1/ack", ackBody(m, "completed"), http.StatusOK)
 		require.Equal(t, false, res[0].(map[string]any)["success"])
@@ -462,9 +462,11 @@ func TestAck(t *testing.T) {
 		r = ack("f", "failed") // the budget of 1 is spent: dead-lettered
 		require.Equal(t, true, r["dlq"])
 		require.Equal(t, true, ack("d", "dlq")["dlq"])
+		require.Equal(t, false, r["parked"])
 		r = ack("k", "park")
 		require.Equal(t, true, r["success"])
 		require.Equal(t, false, r["dlq"])
+		require.Equal(t, true, r["parked"])
 		require.Equal(t, true, ack("r", "retry")["success"])
 		require.Equal(t, "r", msgs(t, e.pop("/api/v1/pop/queue/st/partition/r"))[0]["transactionId"], "retry gives it back")
 
@@ -515,7 +517,7 @@ func TestAck(t *testing.T) {
 			body["consumerGroup"] = group
 			res := e.arr("POST", "/api/v1/ack", body, http.StatusOK)
 			require.Equal(t, []any{map[string]any{"index": 0.0, "transactionId": body["transactionId"], "success": false, "error": text,
-				"queueName": "w", "partitionName": "Default", "leaseReleased": false, "dlq": false}}, res)
+				"queueName": "w", "partitionName": "Default", "leaseReleased": false, "dlq": false, "parked": false}}, res)
 		}
 		refused(ackBody(bill[0], "completed"), "audit", "Lease belongs to another consumer group")
 		refused(ackBody(bill[0], "completed"), "billng", "Consumer group not found")
@@ -662,7 +664,7 @@ func TestTransaction(t *testing.T) {
 		require.Regexp(t, uuidRE, res["transactionId"])
 		results := res["results"].([]any)
 		require.Len(t, results, 4)
-		require.Equal(t, map[string]any{"index": 0.0, "type": "ack", "success": true, "transactionId": "in-1", "error": nil, "dlq": false}, results[0])
+		require.Equal(t, map[string]any{"index": 0.0, "type": "ack", "success": true, "transactionId": "in-1", "error": nil, "dlq": false, "parked": false}, results[0])
 		push := results[1].(map[string]any)
 		require.Equal(t, "push", push["type"])
 		require.Equal(t, "out-1", push["transactionId"])

@@ -13,65 +13,29 @@ import (
 	"github.com/queenlite/queen/internal/wire"
 )
 
-// counts are the message counters of a queue or partition. Completed is
-// what the slowest group has settled; Failed counts parked messages.
-type counts struct {
-	Total      int64 `json:"total"`
-	Pending    int64 `json:"pending"`
-	Processing int64 `json:"processing"`
-	Completed  int64 `json:"completed"`
-	Failed     int64 `json:"failed"`
-	DeadLetter int64 `json:"deadLetter"`
-}
+// counts are Queen's counters of a queue or partition, derived from the
+// broker's counts by [wire.Counts.Queen].
+type counts = wire.QueenCounts
 
-func (c *counts) add(o counts) {
-	c.Total += o.Total
-	c.Pending += o.Pending
-	c.Processing += o.Processing
-	c.Completed += o.Completed
-	c.Failed += o.Failed
-	c.DeadLetter += o.DeadLetter
-}
-
-// queueCounts derives a queue's counters from its stats.
-func queueCounts(qs *queen.QueueStats) counts {
-	return counts{
-		Total: qs.Messages, Pending: max(0, qs.Pending-qs.InFlight), Processing: qs.InFlight,
-		Completed: max(0, qs.Messages-qs.Pending), Failed: qs.Parked, DeadLetter: qs.DeadLetters,
-	}
-}
-
-// partitionCounts derives a partition's counters; dead letters are counted
-// by the caller.
-func partitionCounts(p *queen.PartitionStats) counts {
-	pending := p.NextOffset - p.FirstOffset
-	var inFlight int64
-	if len(p.Cursors) > 0 {
-		pending = 0
-		for _, c := range p.Cursors {
-			pending = max(pending, c.Lag)
-			inFlight += int64(c.InFlight)
-		}
-	}
-	pending = min(pending, p.Messages)
-	return counts{Total: p.Messages, Pending: max(0, pending-inFlight), Processing: inFlight, Completed: max(0, p.Messages-pending)}
-}
-
-// queueSummary is a queue in the listings.
+// queueSummary is a queue in the listings. Counts, ours, are the broker's
+// own counts, which Queen's counters in Messages cannot always be read
+// back into (see package wire).
 type queueSummary struct {
-	ID         string `json:"id"`
-	Name       string `json:"name"`
-	Namespace  string `json:"namespace"`
-	Task       string `json:"task"`
-	Priority   int    `json:"priority"`
-	CreatedAt  msTime `json:"createdAt"`
-	Partitions int    `json:"partitions"`
-	Messages   counts `json:"messages"`
+	ID         string      `json:"id"`
+	Name       string      `json:"name"`
+	Namespace  string      `json:"namespace"`
+	Task       string      `json:"task"`
+	Priority   int         `json:"priority"`
+	CreatedAt  msTime      `json:"createdAt"`
+	Partitions int         `json:"partitions"`
+	Messages   counts      `json:"messages"`
+	Counts     wire.Counts `json:"counts"`
 }
 
 func summaryOf(qs *queen.QueueStats) queueSummary {
+	c := wire.QueueCounts(qs)
 	return queueSummary{ID: qs.ID, Name: qs.Name, Namespace: qs.Config.Namespace, Task: qs.Config.Task, Priority: qs.Config.Priority,
-		CreatedAt: msTime(qs.CreatedAt), Partitions: qs.PartitionN, Messages: queueCounts(qs)}
+		CreatedAt: msTime(qs.CreatedAt), Partitions: qs.PartitionN, Messages: c.Queen(), Counts: c}
 }
 
 // listedQueues lists queues newest first, filtered by the namespace and
@@ -122,19 +86,21 @@ func (h *handler) statusQueues(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"queues": qs, "pagination": page})
 }
 
-// partitionDetail is a partition in the per-queue routes.
+// partitionDetail is a partition in the per-queue routes; Counts, ours,
+// are the broker's own (see queueSummary).
 type partitionDetail struct {
-	ID            string `json:"id"`
-	Name          string `json:"name"`
-	CreatedAt     msTime `json:"createdAt"`
-	Messages      counts `json:"messages"`
-	Stats         counts `json:"stats"`
-	Cursor        any    `json:"cursor,omitempty"`
-	LastActivity  msTime `json:"lastActivity"`
-	OldestMessage msTime `json:"oldestMessage"`
-	NewestMessage msTime `json:"newestMessage"`
-	FirstOffset   int64  `json:"firstOffset"`
-	NextOffset    int64  `json:"nextOffset"`
+	ID            string      `json:"id"`
+	Name          string      `json:"name"`
+	CreatedAt     msTime      `json:"createdAt"`
+	Messages      counts      `json:"messages"`
+	Stats         counts      `json:"stats"`
+	Counts        wire.Counts `json:"counts"`
+	Cursor        any         `json:"cursor,omitempty"`
+	LastActivity  msTime      `json:"lastActivity"`
+	OldestMessage msTime      `json:"oldestMessage"`
+	NewestMessage msTime      `json:"newestMessage"`
+	FirstOffset   int64       `json:"firstOffset"`
+	NextOffset    int64       `json:"nextOffset"`
 }
 
 // queueDetail gathers a queue's partitions with their counters, oldest
@@ -161,10 +127,11 @@ func (h *handler) queueDetail(ctx context.Context, name string) (*queen.QueueSta
 	parts := make([]partitionDetail, 0, len(qs.Partitions))
 	for i := range qs.Partitions {
 		p := &qs.Partitions[i]
-		c := partitionCounts(p)
+		own := wire.PartitionCounts(p)
+		c := own.Queen()
 		c.DeadLetter = dead[p.Name]
-		totals.add(c)
-		pd := partitionDetail{ID: p.ID, Name: p.Name, CreatedAt: msTime(p.CreatedAt), Messages: c, Stats: c,
+		totals.Add(c)
+		pd := partitionDetail{ID: p.ID, Name: p.Name, CreatedAt: msTime(p.CreatedAt), Messages: c, Stats: c, Counts: own,
 			NewestMessage: msTime(p.LastPushAt), LastActivity: msTime(p.LastPushAt), FirstOffset: p.FirstOffset, NextOffset: p.NextOffset}
 		var consumed int64
 		for _, cur := range p.Cursors {
@@ -206,7 +173,7 @@ func (h *handler) resourceQueue(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": qs.ID, "name": qs.Name, "namespace": qs.Config.Namespace, "task": qs.Config.Task,
-		"createdAt": msTime(qs.CreatedAt), "partitions": parts, "totals": totals,
+		"createdAt": msTime(qs.CreatedAt), "partitions": parts, "totals": totals, "counts": wire.QueueCounts(qs),
 	})
 }
 
@@ -230,6 +197,7 @@ func (h *handler) statusQueue(w http.ResponseWriter, r *http.Request) {
 			"ttl": seconds(c.TTL), "maxQueueSize": c.MaxSize, "deadLetterQueue": c.DeadLetterQueue},
 		"options": wire.OptionsOf(c),
 		"groups":  qs.Groups,
+		"counts":  wire.QueueCounts(qs),
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"queue": queue, "partitions": parts,
@@ -276,7 +244,7 @@ func (h *handler) byLabel(w http.ResponseWriter, r *http.Request, task bool) {
 			agg[label] = lc
 			names = append(names, label)
 		}
-		c := queueCounts(&all[i])
+		c := wire.QueueCounts(&all[i]).Queen()
 		lc.Queues++
 		lc.Partitions += all[i].PartitionN
 		lc.Messages.Total += c.Total
@@ -362,7 +330,7 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 	parts := 0
 	nss, tasks := map[string]bool{}, map[string]bool{}
 	for i := range all {
-		msgs.add(queueCounts(&all[i]))
+		msgs.Add(wire.QueueCounts(&all[i]).Queen())
 		parts += all[i].PartitionN
 		if ns := all[i].Config.Namespace; ns != "" {
 			nss[ns] = true

@@ -59,7 +59,7 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 		s := summaryOf(qs)
 		queues = append(queues, s)
 		names[qs.Name] = true
-		msgs.add(s.Messages)
+		msgs.Add(s.Messages)
 		dead += qs.DeadLetters
 	}
 

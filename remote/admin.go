@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"sort"
 	"strconv"
 	"time"
 
@@ -96,26 +97,28 @@ type statusQueueJSON struct {
 		} `json:"config"`
 		Options *wire.QueueOptions `json:"options"`
 		Groups  []string           `json:"groups"`
+		Counts  *wire.Counts       `json:"counts"` // ours
 	} `json:"queue"`
 	Partitions []struct {
-		ID            string     `json:"id"`
-		Name          string     `json:"name"`
-		CreatedAt     *string    `json:"createdAt"`
-		Messages      countsJSON `json:"messages"`
-		NewestMessage *string    `json:"newestMessage"`
-		FirstOffset   int64      `json:"firstOffset"`
-		NextOffset    int64      `json:"nextOffset"`
+		ID            string           `json:"id"`
+		Name          string           `json:"name"`
+		CreatedAt     *string          `json:"createdAt"`
+		Messages      wire.QueenCounts `json:"messages"`
+		Counts        *wire.Counts     `json:"counts"` // ours
+		NewestMessage *string          `json:"newestMessage"`
+		FirstOffset   int64            `json:"firstOffset"`
+		NextOffset    int64            `json:"nextOffset"`
 	} `json:"partitions"`
-	Totals countsJSON `json:"totals"`
+	Totals wire.QueenCounts `json:"totals"`
 }
 
-type countsJSON struct {
-	Total      int64 `json:"total"`
-	Pending    int64 `json:"pending"`
-	Processing int64 `json:"processing"`
-	Completed  int64 `json:"completed"`
-	Failed     int64 `json:"failed"`
-	DeadLetter int64 `json:"deadLetter"`
+// countsOf is the broker's counts when the server sent them (ours), else
+// what Queen's counters say (Queen's server; see wire.QueenCounts.Counts).
+func countsOf(own *wire.Counts, theirs wire.QueenCounts) wire.Counts {
+	if own != nil {
+		return *own
+	}
+	return theirs.Counts()
 }
 
 func timeOf(s *string) time.Time {
@@ -169,35 +172,40 @@ func (c *Client) DescribeQueue(ctx context.Context, name string) (*queen.QueueIn
 
 // QueueStats describes a queue and its partitions, as
 // [queen.Broker.QueueStats], without per-partition cursors (Cursors is
-// nil). Against Queen's server FirstOffset and NextOffset are zero.
+// nil). The counts are the broker's, as the server sends them. Against
+// Queen's server, which sends only its counters, they are read from those
+// (see the package doc), and FirstOffset and NextOffset are zero.
 func (c *Client) QueueStats(ctx context.Context, name string) (*queen.QueueStats, error) {
 	s, err := c.statusQueue(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	qs := &queen.QueueStats{QueueInfo: *s.info(), PartitionN: len(s.Partitions), Messages: s.Totals.Total,
-		Pending: s.Totals.Pending + s.Totals.Processing, InFlight: s.Totals.Processing, DeadLetters: s.Totals.DeadLetter,
-		Parked: s.Totals.Failed, Groups: s.Queue.Groups}
+	qs := &queen.QueueStats{QueueInfo: *s.info(), PartitionN: len(s.Partitions), Groups: s.Queue.Groups}
+	countsOf(s.Queue.Counts, s.Totals).SetQueue(qs)
 	for _, p := range s.Partitions {
-		qs.Partitions = append(qs.Partitions, queen.PartitionStats{Name: p.Name, ID: p.ID, CreatedAt: timeOf(p.CreatedAt),
-			Messages: p.Messages.Total, FirstOffset: p.FirstOffset, NextOffset: p.NextOffset, LastPushAt: timeOf(p.NewestMessage)})
+		ps := queen.PartitionStats{Name: p.Name, ID: p.ID, CreatedAt: timeOf(p.CreatedAt),
+			FirstOffset: p.FirstOffset, NextOffset: p.NextOffset, LastPushAt: timeOf(p.NewestMessage)}
+		countsOf(p.Counts, p.Messages).SetPartition(&ps)
+		qs.Partitions = append(qs.Partitions, ps)
 	}
 	return qs, nil
 }
 
-// ListQueues describes every queue, as [queen.Broker.ListQueues]; each
-// Config holds only the labels and Priority.
+// ListQueues describes every queue by name, as [queen.Broker.ListQueues];
+// each Config holds only the labels and Priority. The counts are read as in
+// [Client.QueueStats].
 func (c *Client) ListQueues(ctx context.Context) ([]queen.QueueStats, error) {
 	var out struct {
 		Queues []struct {
-			ID         string     `json:"id"`
-			Name       string     `json:"name"`
-			Namespace  *string    `json:"namespace"`
-			Task       *string    `json:"task"`
-			Priority   int        `json:"priority"`
-			CreatedAt  *string    `json:"createdAt"`
-			Partitions int        `json:"partitions"`
-			Messages   countsJSON `json:"messages"`
+			ID         string           `json:"id"`
+			Name       string           `json:"name"`
+			Namespace  *string          `json:"namespace"`
+			Task       *string          `json:"task"`
+			Priority   int              `json:"priority"`
+			CreatedAt  *string          `json:"createdAt"`
+			Partitions int              `json:"partitions"`
+			Messages   wire.QueenCounts `json:"messages"`
+			Counts     *wire.Counts     `json:"counts"` // ours
 		} `json:"queues"`
 	}
 	r := &request{op: "list queues", method: http.MethodGet, path: "/api/v1/resources/queues", safe: true}
@@ -206,13 +214,15 @@ func (c *Client) ListQueues(ctx context.Context) ([]queen.QueueStats, error) {
 	}
 	qs := make([]queen.QueueStats, 0, len(out.Queues))
 	for _, q := range out.Queues {
-		qs = append(qs, queen.QueueStats{
+		st := queen.QueueStats{
 			QueueInfo: queen.QueueInfo{Name: q.Name, ID: q.ID, CreatedAt: timeOf(q.CreatedAt),
 				Config: queen.QueueConfig{Namespace: str(q.Namespace), Task: str(q.Task), Priority: q.Priority}},
-			PartitionN: q.Partitions, Messages: q.Messages.Total, Pending: q.Messages.Pending + q.Messages.Processing,
-			InFlight: q.Messages.Processing, DeadLetters: q.Messages.DeadLetter, Parked: q.Messages.Failed,
-		})
+			PartitionN: q.Partitions,
+		}
+		countsOf(q.Counts, q.Messages).SetQueue(&st)
+		qs = append(qs, st)
 	}
+	sort.Slice(qs, func(i, j int) bool { return qs[i].Name < qs[j].Name }) // the server lists newest first
 	return qs, nil
 }
 

@@ -68,7 +68,14 @@
 // attempts this process saw), [queen.PushResult.Offset],
 // [queen.DeadLetter.ID] and Offset, and [queen.LetterPage.Total]. It
 // ignores an ack's Delay, so a retry policy's back-off does not hold the
-// message back there. The client learns which server it talks to from
+// message back there. [queen.AckResult].Parked is what the server says
+// (the ack's parked field), never guessed from the status sent: a server
+// that does not send it (Queen's, or an httpapi older than the field)
+// gives false. Queue counts (QueueStats, ListQueues) come from Queen's
+// counters there: Messages is total, InFlight processing, and Pending
+// pending + processing but never more than Messages, which is the
+// broker's Pending unless several groups lease the same messages (the
+// counters cannot say it then); cmd/queen sends the broker's own counts. The client learns which server it talks to from
 // GET /health, once, when a call first depends on it; [Options.Server]
 // can say it instead.
 //
@@ -76,8 +83,8 @@
 //
 // A few answers are thinner than in process, on every server: the
 // [queen.QueueInfo] of ConfigureQueue has no CreatedAt; ListQueues
-// reports a queue's labels and Priority but not the rest of its Config;
-// QueueStats has no per-partition cursors ([queen.PartitionStats].Cursors
+// reports a queue's labels and Priority but not the rest of its Config,
+// nor its Groups (QueueStats has them); QueueStats has no per-partition cursors ([queen.PartitionStats].Cursors
 // is nil); [queen.GroupStats] has no Consumed, LastAckAt or
 // OldestPendingAt; a lease's expiry has millisecond precision. A consume
 // loop learns that a message was settled

@@ -432,6 +432,7 @@ type ackResultJSON struct {
 	PartitionName *string `json:"partitionName"`
 	LeaseReleased bool    `json:"leaseReleased"`
 	DLQ           bool    `json:"dlq"`
+	Parked        bool    `json:"parked"` // ours; absent (false) on Queen's server
 }
 
 // Ack settles one message, as [queen.Broker.Ack]: completed when ok,
@@ -485,9 +486,10 @@ func checkAcks(items []queen.AckItem) error {
 }
 
 // AckBatch settles many messages, as [queen.Broker.AckBatch]: refused
-// items are reported in their results. Against Queen's server an ack of
-// status park is [queen.ErrUnsupported]. It is not repeated after a
-// failure past sending (see the package doc).
+// items are reported in their results. DeadLettered and Parked are the
+// server's answer (see [queen.AckResult].Parked). Against Queen's server
+// an ack of status park is [queen.ErrUnsupported]. It is not repeated
+// after a failure past sending (see the package doc).
 func (c *Client) AckBatch(ctx context.Context, items []queen.AckItem) ([]queen.AckResult, error) {
 	if err := checkAcks(items); err != nil {
 		return nil, err
@@ -525,11 +527,10 @@ func (c *Client) AckBatch(ctx context.Context, items []queen.AckItem) ([]queen.A
 	for i := range out {
 		o := &out[i]
 		r := queen.AckResult{TransactionID: firstOf(o.TransactionID, items[i].TransactionID), Queue: either(o.QueueName, nil),
-			Partition: either(o.PartitionName, nil), Success: o.Success, LeaseReleased: o.LeaseReleased, DeadLettered: o.DLQ}
+			Partition: either(o.PartitionName, nil), Success: o.Success, LeaseReleased: o.LeaseReleased, DeadLettered: o.DLQ,
+			Parked: o.Parked}
 		if !o.Success {
 			r.Err = ackError(either(o.Error, nil))
-		} else if items[i].Status == queen.AckPark {
-			r.Parked = true
 		}
 		results[i] = r
 	}
@@ -626,6 +627,7 @@ type txReply struct {
 		TransactionID string  `json:"transactionId"`
 		Error         *string `json:"error"`
 		DLQ           bool    `json:"dlq"`
+		Parked        bool    `json:"parked"`
 		Status        string  `json:"status"`
 		MessageID     string  `json:"messageId"`
 		PartitionID   string  `json:"partitionId"`
@@ -636,8 +638,9 @@ type txReply struct {
 
 // ExecTransaction runs acks and pushes all or nothing, as
 // [queen.Broker.ExecTransaction]: a refused operation aborts it with a
-// [*queen.TransactionError] naming the operation. It is not repeated after
-// a failure past sending.
+// [*queen.TransactionError] naming the operation. Each ack's DeadLettered
+// and Parked are the server's answer, as in [Client.AckBatch]. It is not
+// repeated after a failure past sending.
 func (c *Client) ExecTransaction(ctx context.Context, ops []queen.TxOp) (*queen.TxResult, error) {
 	if len(ops) == 0 {
 		return nil, &queen.ArgumentError{Field: "ops", Reason: "must not be empty"}
@@ -689,7 +692,7 @@ func (c *Client) ExecTransaction(ctx context.Context, ops []queen.TxOp) (*queen.
 		switch {
 		case ops[i].Ack != nil:
 			ar := &queen.AckResult{TransactionID: firstOf(o.TransactionID, ops[i].Ack.TransactionID), Success: o.Success && out.Success,
-				DeadLettered: o.DLQ, Parked: out.Success && ops[i].Ack.Status == queen.AckPark}
+				DeadLettered: o.DLQ, Parked: o.Parked}
 			if text := either(o.Error, nil); text != "" {
 				ar.Success, ar.Err = false, ackError(text)
 			}

@@ -24,8 +24,9 @@ import (
 // (wire contract, Part C): a push answers 200 with snake_case ids and no
 // offset, an empty pop 200 with {"success":false,...}, popped messages
 // carry no offset, deliveryAttempt or queue, the DLQ listing has no total
-// nor ids, conflation is ignored, and there is no fetch, replay, delete or
-// parked route.
+// nor ids, ack answers have no parked field, queue listings and status
+// only Queen's counters (no counts), conflation is ignored, and there is
+// no fetch, replay, delete or parked route.
 type queenServer struct {
 	*httptest.Server
 	health atomic.Int32 // GET /health calls
@@ -79,6 +80,25 @@ func newQueenServer(t *testing.T, opts *queen.Options) (*queenServer, *queen.Bro
 				}
 			}
 			body = mustJSON(t, pop)
+		case (path == "/api/v1/ack" || path == "/api/v1/ack/batch") && status == http.StatusOK:
+			var items []map[string]any
+			require.NoError(t, json.Unmarshal(body, &items))
+			for _, it := range items {
+				delete(it, "parked")
+			}
+			body = mustJSON(t, items)
+		case path == "/api/v1/transaction" && status == http.StatusOK:
+			var reply map[string]any
+			require.NoError(t, json.Unmarshal(body, &reply))
+			for _, it := range reply["results"].([]any) {
+				delete(it.(map[string]any), "parked")
+			}
+			body = mustJSON(t, reply)
+		case (path == "/api/v1/resources/queues" || strings.HasPrefix(path, "/api/v1/status/queues")) && status == http.StatusOK:
+			var v any
+			require.NoError(t, json.Unmarshal(body, &v))
+			dropKey(v, "counts")
+			body = mustJSON(t, v)
 		case path == "/api/v1/dlq" && status == http.StatusOK:
 			var page map[string]any
 			require.NoError(t, json.Unmarshal(body, &page))
@@ -99,6 +119,21 @@ func newQueenServer(t *testing.T, opts *queen.Options) (*queenServer, *queen.Bro
 		qs.Close()
 	})
 	return qs, b
+}
+
+// dropKey deletes key from every object in v.
+func dropKey(v any, key string) {
+	switch v := v.(type) {
+	case map[string]any:
+		delete(v, key)
+		for _, e := range v {
+			dropKey(e, key)
+		}
+	case []any:
+		for _, e := range v {
+			dropKey(e, key)
+		}
+	}
 }
 
 func writeRaw(w http.ResponseWriter, status int, body string) {
@@ -283,4 +318,76 @@ func TestQueenServer_Declared(t *testing.T) {
 	_, err = ours.ParkedMessages(context.Background(), queen.LetterFilter{})
 	require.ErrorIs(t, err, queen.ErrUnsupported)
 	require.Zero(t, qs.health.Load())
+}
+
+// A server that does not say whether an ack parked the message (Queen's
+// own, or an httpapi older than the parked field) gets Parked false: the
+// client does not guess it from the status it sent. Here the client is
+// told the server is ours, so it sends the park.
+func TestQueenServer_ParkedNotGuessed(t *testing.T) {
+	t.Parallel()
+	qs, b := newQueenServer(t, nil)
+	c, err := remote.Dial(qs.URL, &remote.Options{Server: remote.ServerQueenLite})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := context.Background()
+	_, err = c.Push(ctx, []queen.PushItem{{Queue: "q", Payload: json.RawMessage(`{}`)}, {Queue: "q", Payload: json.RawMessage(`{}`)}})
+	require.NoError(t, err)
+	msgs, err := c.Queue("q").Batch(2).Wait(false).Pop(ctx)
+	require.NoError(t, err)
+	require.Len(t, msgs, 2)
+	r, err := c.Ack(ctx, msgs[0], false, queen.AckOptions{Status: queen.AckPark})
+	require.NoError(t, err)
+	require.True(t, r.Success)
+	require.False(t, r.Parked, "not said")
+	tx, err := c.Transaction().Ack(msgs[1], queen.AckPark, queen.AckOptions{}).Commit(ctx)
+	require.NoError(t, err)
+	require.False(t, tx.Results[0].Ack.Parked, "not said")
+	st, err := b.QueueStats(ctx, "q")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, st.Parked, "the broker parked both")
+}
+
+// Against a server that sends only Queen's counters, QueueStats and
+// ListQueues read them back: Messages is total, InFlight processing, and
+// Pending pending + processing, never above Messages even when several
+// groups lease the same messages (where the counters cannot say more).
+func TestQueenServer_StatsFromQueenCounters(t *testing.T) {
+	t.Parallel()
+	c, _, b := dialQueen(t, nil)
+	ctx := context.Background()
+	_, err := b.Push(ctx, []queen.PushItem{{Queue: "q", Payload: json.RawMessage(`{}`)}, {Queue: "q", Payload: json.RawMessage(`{}`)},
+		{Queue: "q", Payload: json.RawMessage(`{}`)}})
+	require.NoError(t, err)
+	check := func(pending, inFlight int64, why string) {
+		t.Helper()
+		st, err := c.QueueStats(ctx, "q")
+		require.NoError(t, err)
+		all, err := c.ListQueues(ctx)
+		require.NoError(t, err)
+		require.Len(t, all, 1)
+		for _, got := range []*queen.QueueStats{st, &all[0]} {
+			require.EqualValues(t, 3, got.Messages, why)
+			require.Equal(t, pending, got.Pending, why)
+			require.Equal(t, inFlight, got.InFlight, why)
+		}
+		require.EqualValues(t, 3, st.Partitions[0].Messages, why)
+		require.Equal(t, pending, st.Partitions[0].Pending, why)
+		require.Equal(t, inFlight, st.Partitions[0].InFlight, why)
+	}
+	pop := func(group string, n int) {
+		t.Helper()
+		msgs, err := b.Queue("q").Group(group).SubscriptionMode(queen.SubscriptionModeAll).Batch(n).Wait(false).Pop(ctx)
+		require.NoError(t, err)
+		require.Len(t, msgs, n)
+	}
+	check(3, 0, "nothing leased")
+	pop("g1", 2)
+	check(3, 2, "one group: exact")
+	pop("g2", 3)
+	st, err := b.QueueStats(ctx, "q")
+	require.NoError(t, err)
+	require.EqualValues(t, 3, st.Pending)
+	require.EqualValues(t, 5, st.InFlight)
+	check(3, 5, "two groups over the same messages: Pending bounded by Messages")
 }

@@ -91,6 +91,7 @@ var cases = []struct {
 	{"Groups", testGroups},
 	{"Errors", testErrors},
 	{"AckAnswers", testAckAnswers},
+	{"ParkAnswers", testParkAnswers},
 	{"WrongGroupExpired", testWrongGroupExpired},
 	{"UnknownGroups", testUnknownGroups},
 	{"Caps", testCaps},
