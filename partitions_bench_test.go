@@ -332,9 +332,11 @@ func BenchmarkOpen_1MPartitions(b *testing.B) {
 func BenchmarkFirstPop_1MPartitions(b *testing.B) {
 	for _, pl := range manyPayloads {
 		b.Run(pl.name, func(b *testing.B) {
-			dir := benchManyStore(b, pl.payload)
+			master := benchManyStore(b, pl.payload)
 			for _, mode := range []queen.SubscriptionMode{queen.SubscriptionModeAll, queen.SubscriptionModeNew} {
 				b.Run(string(mode), func(b *testing.B) {
+					dir := freshCopy(b, master)
+					defer os.RemoveAll(dir)
 					br, err := queen.Open(dir, nil)
 					if err != nil {
 						b.Fatal(err)
