@@ -508,8 +508,10 @@ func (b *Broker) addGroup(q *queue, g *group, early bool) []op {
 		// pending any more.
 		clear(q.pend)
 		q.pending = 0
-	case len(q.groups) > 1:
-		// g's start counts in pending where the others are past it.
+	case len(q.groups) > 1 && g.mark == 0:
+		// g's start counts in pending where the others are past it. One
+		// in mode "new" (g.mark set) stands at the end of every partition
+		// there is: it adds nothing, and 1M partitions are not walked.
 		for _, p := range q.order {
 			b.repend(p)
 		}

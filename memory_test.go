@@ -53,6 +53,8 @@ func TestBadgerOptions_SizedFromBudget(t *testing.T) {
 		require.LessOrEqual(t, arenas, budget/2, "budget %d MiB: memtables %d × %d", mb, o.NumMemtables, o.MemTableSize)
 		require.GreaterOrEqual(t, o.MemTableSize, lastMT, "budget %d MiB", mb)
 		require.LessOrEqual(t, o.ValueThreshold, 15*o.MemTableSize/100/2, "budget %d MiB: an inline value fits in half a batch", mb)
+		require.Equal(t, 1, o.TableSizeMultiplier, "budget %d MiB: tables of one size at every level", mb)
+		require.Equal(t, min(max(o.MemTableSize/8, 256<<10), 2<<20), o.BaseTableSize, "budget %d MiB", mb)
 		lastMT = o.MemTableSize
 	}
 	def, err := queen.BadgerOptions(dir, nil)
@@ -61,6 +63,7 @@ func TestBadgerOptions_SizedFromBudget(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, at.MemTableSize, def.MemTableSize)
 	require.Equal(t, int64(8<<20), def.MemTableSize)
+	require.Equal(t, int64(1<<20), def.BaseTableSize, "tables of 1 MiB at the default budget")
 	require.Equal(t, int64(128), def.ValueThreshold, "on disk a message record of 128 B or more goes to the value log")
 	mem, err := queen.BadgerOptions("", &queen.Options{InMemory: true})
 	require.NoError(t, err)

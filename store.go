@@ -138,6 +138,21 @@ const skiplistNode = 96
 // queued for flush (8 MiB at the default 64 MiB), then their number
 // grows, up to Badger's defaults (five of 64 MiB) at 1 GiB.
 //
+// Tables are an eighth of a memtable, from 256 KiB to 2 MiB (1 MiB at the
+// default budget), at every level: Badger's default doubles them at each
+// level below the base one (TableSizeMultiplier 2), and what a table
+// builder holds grows with them. A builder starts with twice its table's
+// size, a compaction runs up to 8 of them and more at once, and Badger's
+// allocator pool keeps the buffers of up to 8 between compactions, so
+// the compactions that follow an Open held 120 MiB of heap with the
+// 8 MiB tables of the deepest level of a 200 MiB tree
+// (BenchmarkOpen_1MPartitions with 7 B payloads), and the memtable
+// flushes' builders (which start at twice the table size and double to
+// hold a whole memtable) most of Badger's heap beyond its arenas while
+// pushes run. The cost is more files: about one per MiB of tree (keys
+// and value pointers) at the default budget, each an open file and a
+// memory map.
+//
 // Tables are not compressed, so there is no block cache: a compressing
 // table builder keeps every uncompressed block of the table it builds
 // until the table is done, and Badger cuts tables by their compressed
@@ -163,16 +178,18 @@ func sizeMemory(bo badger.Options, budget int64) badger.Options {
 	mt := min(budget/8, 64<<20)
 	arena := mt + 2*(15*mt/100)
 	n := int(max(min(budget/2/arena-2, 5), 1))
-	table := min(max(mt/4, 256<<10), 2<<20)
+	table := min(max(mt/8, 256<<10), 2<<20)
 	batch := 15 * mt / 100 // Badger's largest batch
 	threshold := min(vlogThreshold, batch/2)
 	if bo.InMemory {
 		threshold = min(1<<20, batch)
 	}
-	return bo.WithMemTableSize(mt).WithNumMemtables(n).
+	bo = bo.WithMemTableSize(mt).WithNumMemtables(n).
 		WithBaseTableSize(table).WithBaseLevelSize(5 * table).
 		WithCompression(options.None).WithBlockCacheSize(0).WithIndexCacheSize(0).
 		WithValueThreshold(threshold)
+	bo.TableSizeMultiplier = 1 // no With method in Badger v4.9.6
+	return bo
 }
 
 // storeLimits bound what the writer puts in one storage transaction,

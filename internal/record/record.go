@@ -84,11 +84,17 @@ func appendString(dst []byte, s string) []byte {
 }
 
 func readString(b []byte) (string, []byte, bool) {
+	s, rest, ok := readBytes(b)
+	return string(s), rest, ok
+}
+
+// readBytes is readString without the copy: the bytes alias b.
+func readBytes(b []byte) ([]byte, []byte, bool) {
 	n, k := binary.Uvarint(b)
 	if k <= 0 || uint64(len(b)-k) < n {
-		return "", nil, false
+		return nil, nil, false
 	}
-	return string(b[k : k+int(n)]), b[k+int(n):], true
+	return b[k : k+int(n) : k+int(n)], b[k+int(n):], true
 }
 
 const cursorVersion = 1
@@ -173,15 +179,29 @@ func AppendPartition(dst []byte, p *Partition) []byte {
 
 // DecodePartition decodes partition metadata in either stored form.
 func DecodePartition(b []byte, p *Partition) error {
+	queue, err := DecodePartitionRef(b, p)
+	if err != nil {
+		return err
+	}
+	p.Queue = string(queue)
+	return nil
+}
+
+// DecodePartitionRef is [DecodePartition] without a copy of the queue's
+// name, which a broker opening a million partitions of one queue would
+// make a million times: it leaves p.Queue empty and returns the name's
+// bytes, which alias b (or, for the JSON form, a copy).
+func DecodePartitionRef(b []byte, p *Partition) (queue []byte, err error) {
 	*p = Partition{}
 	if len(b) > 0 && b[0] == '{' {
 		if err := json.Unmarshal(b, p); err != nil {
-			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+			return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
-		return nil
+		queue, p.Queue = []byte(p.Queue), ""
+		return queue, nil
 	}
 	if len(b) == 0 || b[0] != partitionVersion {
-		return ErrCorrupt
+		return nil, ErrCorrupt
 	}
 	b = b[1:]
 	varint := func() int64 {
@@ -196,7 +216,7 @@ func DecodePartition(b []byte, p *Partition) error {
 	p.CreatedAt, p.First, p.Next, p.Holes, p.LastPush = varint(), varint(), varint(), varint(), varint()
 	n := varint()
 	if b == nil || n < 0 || n > int64(len(b)) { // each run value takes a byte at least
-		return ErrCorrupt
+		return nil, ErrCorrupt
 	}
 	if n > 0 {
 		p.HoleRuns = make([]int64, n)
@@ -205,11 +225,11 @@ func DecodePartition(b []byte, p *Partition) error {
 		}
 	}
 	var ok bool
-	if p.Queue, b, ok = readString(b); !ok {
-		return ErrCorrupt
+	if queue, b, ok = readBytes(b); !ok {
+		return nil, ErrCorrupt
 	}
 	if p.Name, b, ok = readString(b); !ok || len(b) != 0 {
-		return ErrCorrupt
+		return nil, ErrCorrupt
 	}
-	return nil
+	return queue, nil
 }

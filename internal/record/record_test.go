@@ -99,6 +99,14 @@ func FuzzPartitionRoundTrip(f *testing.F) {
 		var got record.Partition
 		require.NoError(t, record.DecodePartition(enc, &got))
 		require.Equal(t, m, got)
+		// DecodePartitionRef gives the same, the queue's name apart.
+		var ref record.Partition
+		qn, err := record.DecodePartitionRef(enc, &ref)
+		require.NoError(t, err)
+		require.Equal(t, queue, string(qn))
+		require.Empty(t, ref.Queue)
+		ref.Queue = string(qn)
+		require.Equal(t, m, ref)
 		for i := range enc {
 			require.ErrorIs(t, record.DecodePartition(enc[:i], &got), record.ErrCorrupt, "prefix of %d bytes", i)
 		}
@@ -115,4 +123,8 @@ func TestPartition_DecodesJSON(t *testing.T) {
 	require.NoError(t, record.DecodePartition([]byte(`{"q":"orders","n":"Default","c":1796040000000000,"f":0}`), &got))
 	require.Equal(t, record.Partition{Queue: "orders", Name: "Default", CreatedAt: 1796040000000000}, got)
 	require.ErrorIs(t, record.DecodePartition([]byte(`{"q":`), &got), record.ErrCorrupt)
+	qn, err := record.DecodePartitionRef([]byte(`{"q":"orders","n":"c42","c":1796040000000000,"f":3}`), &got)
+	require.NoError(t, err)
+	require.Equal(t, "orders", string(qn))
+	require.Equal(t, record.Partition{Name: "c42", CreatedAt: 1796040000000000, First: 3}, got)
 }

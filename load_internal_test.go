@@ -1,0 +1,65 @@
+package queen
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestLoad_PartitionsOfInterleavedQueues: partitions of two queues created
+// alternately (their records interleave in pid order) are each loaded into
+// their own queue, with their offsets, and the slices cut to size after
+// the load still take new partitions.
+func TestLoad_PartitionsOfInterleavedQueues(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ctx := context.Background()
+	b, err := Open(dir, &Options{Durability: SyncNever})
+	require.NoError(t, err)
+	names := []string{"p0", "p1", "p2", "p3", "p4"}
+	for i, name := range names {
+		for _, qn := range []string{"qa", "qb"} {
+			for range i + 1 {
+				_, err := b.Push(ctx, []PushItem{{Queue: qn, Partition: name, Payload: []byte(`1`)}})
+				require.NoError(t, err)
+			}
+		}
+	}
+	require.NoError(t, b.Close())
+
+	b, err = Open(dir, &Options{Durability: SyncNever})
+	require.NoError(t, err)
+	defer b.Close()
+	func() {
+		b.mu.Lock()
+		defer b.mu.Unlock() // a failed check must not leave it held for Close
+		for _, qn := range []string{"qa", "qb"} {
+			q := b.queues[qn]
+			require.Len(t, q.order, len(names), qn)
+			require.Len(t, q.parts, len(names), qn)
+			require.Equal(t, int64(15), q.count, qn)
+			for i, name := range names {
+				p := q.parts[name]
+				require.NotNil(t, p, "%s/%s", qn, name)
+				require.Same(t, q, p.q, "%s/%s", qn, name)
+				require.Same(t, p, q.order[i], "%s/%s: pid order", qn, name)
+				require.Same(t, p, b.parts[p.pid])
+				require.Equal(t, int64(i+1), p.next, "%s/%s", qn, name)
+			}
+		}
+	}()
+	checkPending(t, b, "after Open")
+	for _, qn := range []string{"qa", "qb"} {
+		res, err := b.Push(ctx, []PushItem{{Queue: qn, Partition: "new", Payload: []byte(`2`)}, {Queue: qn, Partition: "p4", Payload: []byte(`2`)}})
+		require.NoError(t, err)
+		require.Equal(t, int64(0), res[0].Offset)
+		require.Equal(t, int64(5), res[1].Offset)
+	}
+	checkPending(t, b, "after pushes")
+	b.mu.Lock()
+	n, last, added := len(b.queues["qa"].order), b.queues["qa"].order[len(b.queues["qa"].order)-1], b.queues["qa"].parts["new"]
+	b.mu.Unlock()
+	require.Equal(t, len(names)+1, n)
+	require.Same(t, added, last)
+}
