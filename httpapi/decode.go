@@ -174,22 +174,32 @@ func (f *fields) object(name string) *fields {
 
 // array reads an optional array; ok is false when absent or null.
 func (f *fields) array(name string) (elems []json.RawMessage, ok bool) {
+	elems, _, ok = f.arrayMax(name, math.MaxInt)
+	return elems, ok
+}
+
+// arrayMax is array for an array of at most max elements: n is its
+// length, and elems is nil when n > max (see splitArray).
+func (f *fields) arrayMax(name string, max int) (elems []json.RawMessage, n int, ok bool) {
 	raw := f.m[name]
 	switch kind(raw) {
 	case 'n':
-		return nil, false
+		return nil, 0, false
 	case '[':
-		if elems, ok := splitArray(raw); ok {
-			return elems, true
+		if elems, n, ok := splitArray(raw, max); ok {
+			return elems, n, true
 		}
 		if err := json.Unmarshal(raw, &elems); err != nil {
 			f.fail("%s%s is not a valid array", f.path, name)
-			return nil, false
+			return nil, 0, false
 		}
-		return elems, true
+		if n = len(elems); n > max {
+			elems = nil
+		}
+		return elems, n, true
 	}
 	f.fail("%s%s must be an array", f.path, name)
-	return nil, false
+	return nil, 0, false
 }
 
 // elem turns an array element into fields, or records that it is not an

@@ -102,9 +102,13 @@ func (h *handler) push(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	elems, ok := f.array("items")
+	elems, n, ok := f.arrayMax("items", queen.MaxPushItems)
 	if !ok || f.err != nil {
 		h.writeError(w, r, badRequest("items array is required"))
+		return
+	}
+	if n > queen.MaxPushItems {
+		h.writeError(w, r, tooLarge("a push takes at most %d items (queen.MaxPushItems), not %d", queen.MaxPushItems, n))
 		return
 	}
 	items := make([]queen.PushItem, len(elems))
@@ -232,9 +236,13 @@ func (h *handler) transaction(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	elems, ok := f.array("operations")
+	elems, n, ok := f.arrayMax("operations", queen.MaxTxOps)
 	if !ok || f.err != nil {
 		h.writeError(w, r, badRequest("operations array required"))
+		return
+	}
+	if n > queen.MaxTxOps {
+		h.writeError(w, r, tooLarge("a transaction takes at most %d operations (queen.MaxTxOps), not %d", queen.MaxTxOps, n))
 		return
 	}
 	if len(elems) == 0 {
@@ -255,7 +263,12 @@ func (h *handler) transaction(w http.ResponseWriter, r *http.Request) {
 			it := parseAckFields(op, path+".transactionId is required", path+".partitionId is required")
 			ops, types = append(ops, queen.TxOp{Ack: &it}), append(types, "ack")
 		case typ == "push" && op.present("items"):
-			items, _ := op.array("items")
+			// Each item is one operation.
+			items, n, _ := op.arrayMax("items", queen.MaxTxOps-len(ops))
+			if len(ops)+n > queen.MaxTxOps {
+				f.err = errTooManyOps
+				break
+			}
 			for j, raw := range items {
 				itf := op.elem(raw, fmt.Sprintf("%s.items[%d]", path, j))
 				if op.err != nil {
@@ -278,6 +291,9 @@ func (h *handler) transaction(w http.ResponseWriter, r *http.Request) {
 		}
 		if f.err == nil && op.err != nil {
 			f.err = op.err
+		}
+		if f.err == nil && len(ops) > queen.MaxTxOps {
+			f.err = errTooManyOps
 		}
 		if f.err != nil {
 			h.writeError(w, r, f.err)
@@ -330,6 +346,10 @@ func (h *handler) transaction(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, reply)
 }
+
+// errTooManyOps refuses a transaction whose push items make it longer
+// than queen.MaxTxOps.
+var errTooManyOps = tooLarge("a transaction takes at most %d operations (queen.MaxTxOps), counting each push item as one", queen.MaxTxOps)
 
 // txErrorText is Queen's reason for an aborted transaction.
 func txErrorText(ops []queen.TxOp, te *queen.TransactionError) string {

@@ -63,31 +63,37 @@ func splitObject(raw []byte) (map[string]json.RawMessage, bool) {
 	return nil, false
 }
 
-// splitArray cuts a valid JSON array into its elements.
-func splitArray(raw []byte) ([]json.RawMessage, bool) {
+// splitArray cuts a valid JSON array into its elements and counts them
+// (n). Past max elements it only counts: elems is nil when n > max, so
+// that a request over a cap costs no memory per element.
+func splitArray(raw []byte, max int) (elems []json.RawMessage, n int, ok bool) {
 	i := skipWS(raw, 0)
 	if i >= len(raw) || raw[i] != '[' {
-		return nil, false
+		return nil, 0, false
 	}
-	elems := make([]json.RawMessage, 0, 16)
+	elems = make([]json.RawMessage, 0, 16)
 	i = skipWS(raw, i+1)
 	if i < len(raw) && raw[i] == ']' {
-		return elems, skipWS(raw, i+1) == len(raw)
+		return elems, 0, skipWS(raw, i+1) == len(raw)
 	}
 	for i < len(raw) {
 		vend := valueEnd(raw, i)
 		if vend <= i {
-			return nil, false
+			return nil, 0, false
 		}
-		elems = append(elems, raw[i:vend:vend])
-		var closed, ok bool
+		if n++; n <= max {
+			elems = append(elems, raw[i:vend:vend])
+		} else {
+			elems = nil
+		}
+		var closed bool
 		if i, closed, ok = afterMember(raw, vend, ']'); !ok {
-			return nil, false
+			return nil, 0, false
 		} else if closed {
-			return elems, true
+			return elems, n, true
 		}
 	}
-	return nil, false
+	return nil, 0, false
 }
 
 // afterMember reads what follows a member ending at i: a comma (next is

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -29,12 +30,23 @@ func checkSplit(t *testing.T, s string) {
 			require.Equal(t, string(v), string(m[k]), "%q member %q", s, k)
 		}
 	}
-	if a, ok := splitArray(raw); ok {
+	if a, n, ok := splitArray(raw, math.MaxInt); ok {
 		var want []json.RawMessage
 		require.NoError(t, json.Unmarshal(raw, &want), "%q", s)
 		require.Equal(t, len(want), len(a), "%q", s)
+		require.Equal(t, len(want), n, "%q", s)
 		for i := range want {
 			require.Equal(t, string(want[i]), string(a[i]), "%q element %d", s, i)
+		}
+		for max := range len(want) + 1 {
+			a, n, ok := splitArray(raw, max)
+			require.True(t, ok)
+			require.Equal(t, len(want), n, "%q, max %d: the length, whatever max", s, max)
+			if n > max {
+				require.Nil(t, a, "%q, max %d: no elements past max", s, max)
+			} else {
+				require.Len(t, a, n)
+			}
 		}
 	}
 	if str, ok := simpleString(raw); ok {
@@ -56,7 +68,7 @@ func TestSplit_HandlesTheHotPathItself(t *testing.T) {
 	body := []byte(`{"consumerGroup":"g","acknowledgments":[{"transactionId":"0190e4a4-0b1c-7a3e-8f00-5d1a2b3c4d5e","partitionId":"0190e4a4-0b1c-7a3e-8f00-5d1a2b3c4d5f","leaseId":"0190e4a4-0b1c-7a3e-8f00-5d1a2b3c4d60","status":"completed"}, {"transactionId":"t2","partitionId":"p","status":"failed","error":"said \"no\", {[x]}","delayMs":250}]}`)
 	m, ok := splitObject(body)
 	require.True(t, ok)
-	elems, ok := splitArray(m["acknowledgments"])
+	elems, _, ok := splitArray(m["acknowledgments"], math.MaxInt)
 	require.True(t, ok)
 	require.Len(t, elems, 2)
 	for _, e := range elems {
