@@ -58,8 +58,9 @@ func (h *handler) ackBatch(w http.ResponseWriter, r *http.Request) {
 		f.err = checkLabel("consumerGroup", group)
 	}
 	items := make([]queen.AckItem, len(elems))
+	var reuse fields // reading an item allocates only its strings
 	for i, raw := range elems {
-		itf := f.elem(raw, "acknowledgments["+strconv.Itoa(i)+"]")
+		itf := f.elem(&reuse, raw, "acknowledgments", i)
 		if f.err != nil {
 			break
 		}

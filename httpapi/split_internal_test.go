@@ -22,13 +22,22 @@ func checkSplit(t *testing.T, s string) {
 	if !json.Valid(raw) {
 		return
 	}
-	if m, ok := splitObject(raw); ok {
+	if kv, ok := splitObject(raw, nil); ok {
 		var want map[string]json.RawMessage
 		require.NoError(t, json.Unmarshal(raw, &want), "%q", s)
-		require.Equal(t, len(want), len(m), "%q", s)
+		f := &fields{kv: kv}
 		for k, v := range want {
-			require.Equal(t, string(v), string(m[k]), "%q member %q", s, k)
+			got, ok := f.get(k)
+			require.True(t, ok, "%q member %q", s, k)
+			require.Equal(t, string(v), string(got), "%q member %q", s, k)
 		}
+		for _, m := range kv {
+			_, ok := want[string(m.key)]
+			require.True(t, ok, "%q: member %q is not json.Unmarshal's", s, m.key)
+		}
+		again, ok := splitObject(raw, kv)
+		require.True(t, ok)
+		require.Equal(t, append(kv[:len(kv):len(kv)], kv...), again, "%q: members are appended", s)
 	}
 	if a, n, ok := splitArray(raw, math.MaxInt); ok {
 		var want []json.RawMessage
@@ -66,16 +75,18 @@ func TestSplit_SameAsUnmarshal(t *testing.T) {
 // need json.Unmarshal (the fallback would be correct, but slow).
 func TestSplit_HandlesTheHotPathItself(t *testing.T) {
 	body := []byte(`{"consumerGroup":"g","acknowledgments":[{"transactionId":"0190e4a4-0b1c-7a3e-8f00-5d1a2b3c4d5e","partitionId":"0190e4a4-0b1c-7a3e-8f00-5d1a2b3c4d5f","leaseId":"0190e4a4-0b1c-7a3e-8f00-5d1a2b3c4d60","status":"completed"}, {"transactionId":"t2","partitionId":"p","status":"failed","error":"said \"no\", {[x]}","delayMs":250}]}`)
-	m, ok := splitObject(body)
+	kv, ok := splitObject(body, nil)
 	require.True(t, ok)
-	elems, _, ok := splitArray(m["acknowledgments"], math.MaxInt)
+	acks, _ := (&fields{kv: kv}).get("acknowledgments")
+	elems, _, ok := splitArray(acks, math.MaxInt)
 	require.True(t, ok)
 	require.Len(t, elems, 2)
 	for _, e := range elems {
-		item, ok := splitObject(e)
+		kv, ok := splitObject(e, nil)
 		require.True(t, ok)
 		for _, k := range []string{"transactionId", "partitionId", "status"} {
-			_, ok := simpleString(item[k])
+			v, _ := (&fields{kv: kv}).get(k)
+			_, ok := simpleString(v)
 			require.True(t, ok, k)
 		}
 	}
