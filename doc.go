@@ -109,8 +109,9 @@
 //
 // Every cap, and what a value above it does. In Go (a [Broker], a remote
 // client, the [QueueBuilder]) a value out of range is refused with an
-// [*ArgumentError] naming the field and the limit (a payload too large
-// with [ErrTooLarge]), except page sizes, which cap a page (the result
+// [*ArgumentError] naming the field and the limit (a payload too large,
+// and a push or transaction of too many items, with [ErrTooLarge]), except
+// page sizes, which cap a page (the result
 // says where to read on). Over HTTP (package
 // httpapi) batch, partitions and timeout are clamped, as Queen's wire
 // contract says, so that Queen's clients keep working whatever they send;
@@ -127,6 +128,9 @@
 //	QueueConfig.LeaseTime          1 s..365 days (MaxLease)     refuses   refuses
 //	other configure numbers        2^30 (s, ms or count)        -         refuses
 //	AckBatch items                 10000 (MaxAckItems)          refuses   refuses
+//	Push items                     10000 (MaxPushItems)         refuses   refuses (413)
+//	ExecTransaction operations     10000 (MaxTxOps)             refuses   refuses (413)
+//	(each item of a push op counts)
 //	names (queue, partition,       255 bytes (MaxNameLen)       refuses   refuses
 //	group, transactionId, labels)
 //	payload                        MaxPayload, less in memory   refuses   refuses (413)

@@ -85,12 +85,13 @@ func TestLimits_NamesAt255And256Bytes(t *testing.T) {
 	})
 }
 
-// TestLimits_TenThousandItems pushes 10,000 items in one call, pops them
-// in one batch and acks them in one call; one item more is refused.
+// TestLimits_TenThousandItems pushes 10,000 items in one call (and one
+// more in another), pops them in one batch and acks them in one call; one
+// item more is refused.
 func TestLimits_TenThousandItems(t *testing.T) {
 	t.Parallel()
 	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
-		res := pushN(t, b, "many", "", 10001)
+		res := append(pushN(t, b, "many", "", queen.MaxPushItems), pushN(t, b, "many", "", 1)...)
 		for i, r := range res {
 			require.Equal(t, int64(i), r.Offset)
 		}
@@ -111,13 +112,54 @@ func TestLimits_TenThousandItems(t *testing.T) {
 	})
 }
 
-// TestLimits_HugeBatchAcrossPartitions pushes 60,000 items over 30
+// TestLimits_PushAndTransactionCaps: a push of more than MaxPushItems
+// items and a transaction of more than MaxTxOps operations are refused
+// whole with ErrTooLarge naming the cap, before anything is validated or
+// written; a push at the cap goes through.
+func TestLimits_PushAndTransactionCaps(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	items := make([]queen.PushItem, queen.MaxPushItems+1)
+	for i := range items {
+		items[i] = queen.PushItem{Queue: "capped", Payload: json.RawMessage(`1`)}
+	}
+	_, err := b.Push(bg, items)
+	require.ErrorIs(t, err, queen.ErrTooLarge)
+	require.Contains(t, err.Error(), "at most 10000 items (queen.MaxPushItems), not 10001")
+	_, err = b.QueueStats(bg, "capped")
+	require.ErrorIs(t, err, queen.ErrNotFound, "a refused push creates nothing")
+	items[0].Queue = "" // invalid, but the count is refused first
+	_, err = b.Push(bg, items)
+	require.ErrorIs(t, err, queen.ErrTooLarge)
+
+	ops := make([]queen.TxOp, queen.MaxTxOps+1)
+	for i := range ops {
+		ops[i] = queen.TxOp{Push: &queen.PushItem{Queue: "capped", Payload: json.RawMessage(`1`)}}
+	}
+	_, err = b.ExecTransaction(bg, ops)
+	require.ErrorIs(t, err, queen.ErrTooLarge)
+	require.Contains(t, err.Error(), "at most 10000 operations (queen.MaxTxOps), not 10001")
+	ops[0] = queen.TxOp{} // invalid, but the count is refused first
+	_, err = b.ExecTransaction(bg, ops)
+	require.ErrorIs(t, err, queen.ErrTooLarge)
+	_, err = b.QueueStats(bg, "capped")
+	require.ErrorIs(t, err, queen.ErrNotFound, "a refused transaction creates nothing")
+
+	res, err := b.Push(bg, items[1:])
+	require.NoError(t, err, "a push of MaxPushItems items")
+	require.Len(t, res, queen.MaxPushItems)
+	for _, r := range res {
+		require.Equal(t, queen.PushQueued, r.Status)
+	}
+}
+
+// TestLimits_HugeBatchAcrossPartitions pushes MaxPushItems items over 30
 // partitions in one call (many storage transactions) and reads every one
 // back once.
 func TestLimits_HugeBatchAcrossPartitions(t *testing.T) {
 	t.Parallel()
 	b := queentest.NewBroker(t, nil)
-	items := make([]queen.PushItem, 60000)
+	items := make([]queen.PushItem, queen.MaxPushItems)
 	pad := strings.Repeat("p", 150)
 	for i := range items {
 		items[i] = queen.PushItem{Queue: "huge", Partition: fmt.Sprint("p", i%30), Payload: json.RawMessage(fmt.Sprintf(`{"i":%d,"pad":%q}`, i, pad))}

@@ -105,6 +105,13 @@ func (b *Broker) partitionFor(q *queue, name string) (*partition, bool) {
 	return p, true
 }
 
+// MaxPushItems is the most items one [Broker.Push] call takes, as a pop
+// returns at most [MaxBatch] messages and an ack batch takes at most
+// [MaxAckItems]. A longer push is refused whole with [ErrTooLarge]; over
+// HTTP it is a 413. The cap bounds the memory one push takes (its items,
+// results, storage writes and reply) whatever their size.
+const MaxPushItems = 10000
+
 // PushItem is one message to push.
 type PushItem struct {
 	// Queue is required. A push to an unknown queue creates it, with a 60 s
@@ -242,10 +249,11 @@ func (b *Broker) checkPushItem(i int, it *PushItem) error {
 	return nil
 }
 
-// Push appends messages to their partitions. Items are validated first: one
-// bad item refuses the whole call, with an [*ArgumentError] or, for a
-// payload over the limit (see [PushItem]), [ErrTooLarge], and nothing is
-// written. Otherwise each item gets a result: queued (with its offset),
+// Push appends messages to their partitions. A call of more than
+// [MaxPushItems] items is refused with [ErrTooLarge]. Items are validated
+// first: one bad item refuses the whole call, with an [*ArgumentError] or,
+// for a payload over the limit (see [PushItem]), [ErrTooLarge], and nothing
+// is written. Otherwise each item gets a result: queued (with its offset),
 // duplicate, or failed ([ErrQueueFull]; or, for a queue with
 // EncryptionEnabled on a broker opened without Options.EncryptionKey, an
 // [*ArgumentError]). Offsets are assigned in commit order.
@@ -257,6 +265,9 @@ func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 		return nil, err
 	}
 	defer b.leave()
+	if len(items) > MaxPushItems {
+		return nil, fmt.Errorf("%w: a push takes at most %d items (queen.MaxPushItems), not %d", ErrTooLarge, MaxPushItems, len(items))
+	}
 	start := time.Now()
 	items = append([]PushItem(nil), items...)
 	for i := range items {

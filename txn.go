@@ -10,6 +10,12 @@ import (
 	"github.com/queenlite/queen/internal/uuid"
 )
 
+// MaxTxOps is the most operations one [Broker.ExecTransaction] call takes,
+// as [MaxPushItems] bounds a push. A longer transaction is refused whole
+// with [ErrTooLarge]; over HTTP it is a 413. A smaller one may still be
+// too large for one storage transaction (see [ErrTooLarge]).
+const MaxTxOps = 10000
+
 // TxOp is one operation of a transaction: exactly one of Ack and Push.
 type TxOp struct {
 	Ack  *AckItem
@@ -30,9 +36,10 @@ type TxResult struct {
 
 // ExecTransaction runs acks and pushes all or nothing: either every
 // operation takes effect, durably and in one storage transaction, or none
-// does. Each operation means what it means alone (a failed ack spends the
-// retry budget; retry and park are allowed; a push whose transactionId
-// already exists is reported duplicate and does not abort). Push items are
+// does. A transaction of more than [MaxTxOps] operations is refused with
+// [ErrTooLarge]. Each operation means what it means alone (a failed ack
+// spends the retry budget; retry and park are allowed; a push whose
+// transactionId already exists is reported duplicate and does not abort). Push items are
 // validated as [Broker.Push] validates them: an invalid item is an
 // [*ArgumentError] and a payload over the limit [ErrTooLarge], and nothing
 // runs. A refused operation aborts the whole transaction with a
@@ -49,6 +56,9 @@ func (b *Broker) ExecTransaction(ctx context.Context, ops []TxOp) (*TxResult, er
 	defer b.leave()
 	if len(ops) == 0 {
 		return nil, argErr("ops", "must not be empty")
+	}
+	if len(ops) > MaxTxOps {
+		return nil, fmt.Errorf("%w: a transaction takes at most %d operations (queen.MaxTxOps), not %d", ErrTooLarge, MaxTxOps, len(ops))
 	}
 	start := time.Now()
 	res := &TxResult{ID: uuid.NewV4().String(), Results: make([]TxOpResult, len(ops))}

@@ -47,9 +47,13 @@ func (h *handler) ackBatch(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	elems, ok := f.array("acknowledgments")
+	elems, n, ok := f.arrayMax("acknowledgments", queen.MaxAckItems)
 	if !ok || f.err != nil {
 		h.writeError(w, r, badRequest("acknowledgments array is required"))
+		return
+	}
+	if n > queen.MaxAckItems { // Broker.AckBatch's refusal, before reading the items
+		h.writeError(w, r, &queen.ArgumentError{Field: "items", Reason: "at most " + strconv.Itoa(queen.MaxAckItems) + " per call, not " + strconv.Itoa(n)})
 		return
 	}
 	group := f.str("consumerGroup")
@@ -57,8 +61,9 @@ func (h *handler) ackBatch(w http.ResponseWriter, r *http.Request) {
 		f.err = checkLabel("consumerGroup", group)
 	}
 	items := make([]queen.AckItem, len(elems))
+	var reuse fields // reading an item allocates only its strings
 	for i, raw := range elems {
-		itf := f.elem(raw, "acknowledgments["+strconv.Itoa(i)+"]")
+		itf := f.elem(&reuse, raw, "acknowledgments", i)
 		if f.err != nil {
 			break
 		}

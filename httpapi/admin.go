@@ -35,7 +35,7 @@ func (f *fields) duration(name string, def, unit time.Duration, limit int64) tim
 	}
 	n := f.num(name, 0, false)
 	if n > limit {
-		f.fail("%s%s must be at most %d", f.path, name, limit)
+		f.fail("%s%s must be at most %d", f.prefix(), name, limit)
 		return def
 	}
 	return time.Duration(n) * unit
@@ -47,10 +47,10 @@ func (f *fields) count(name string, def int64, neg bool) int {
 	n := f.num(name, def, neg)
 	switch {
 	case neg && (n > maxDurationUnits || n < -maxDurationUnits):
-		f.fail("%s%s must be between %d and %d", f.path, name, -maxDurationUnits, maxDurationUnits)
+		f.fail("%s%s must be between %d and %d", f.prefix(), name, -maxDurationUnits, maxDurationUnits)
 		return int(def)
 	case n > maxDurationUnits:
-		f.fail("%s%s must be at most %d", f.path, name, maxDurationUnits)
+		f.fail("%s%s must be at most %d", f.prefix(), name, maxDurationUnits)
 		return int(def)
 	}
 	return int(n)

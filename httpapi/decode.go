@@ -18,7 +18,7 @@ import (
 
 // readBody reads a JSON object body, capped at the handler's limit.
 func (h *handler) readBody(w http.ResponseWriter, r *http.Request) (*fields, error) {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	data, err := readAll(http.MaxBytesReader(w, r.Body, h.maxBody), r.ContentLength, h.maxBody)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -38,22 +38,95 @@ func (h *handler) readBody(w http.ResponseWriter, r *http.Request) (*fields, err
 		}
 		return nil, badRequest("Invalid JSON: %s", msg)
 	}
-	m, ok := splitObject(data)
+	kv, ok := objectMembers(data, nil)
 	if !ok {
-		if err := json.Unmarshal(data, &m); err != nil || m == nil {
-			return nil, badRequest("request body must be a JSON object")
+		return nil, badRequest("request body must be a JSON object")
+	}
+	return &fields{kv: kv}, nil
+}
+
+// objectMembers cuts a valid JSON object into members appended to kv,
+// with splitObject or, for keys it does not handle, json.Unmarshal; ok is
+// false when raw is not an object.
+func objectMembers(raw []byte, kv []member) ([]member, bool) {
+	if kv, ok := splitObject(raw, kv); ok {
+		return kv, true
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return kv, false
+	}
+	for k, v := range m {
+		kv = append(kv, member{key: []byte(k), val: v})
+	}
+	return kv, true
+}
+
+// readAll is io.ReadAll into a buffer of the body's announced length
+// (when it is within max), so that a large body is read into one
+// allocation of its size instead of a series of doublings (about twice
+// its size in all).
+func readAll(r io.Reader, length, max int64) ([]byte, error) {
+	if length <= 0 || length > max {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, 0, length+1) // the byte more sees EOF without growing
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) { // longer than announced: cannot be over HTTP/1.1
+			b = append(b, 0)[:len(b)]
 		}
 	}
-	return &fields{m: m}, nil
 }
 
 // fields reads the members of a JSON object with type checks. The first
 // problem is kept in err and later reads return zero values, so a handler
 // reads everything and checks err once.
+//
+// The members are kept in a slice, not a map, and looked up by a scan from
+// the end (the last of repeated members wins, as in json.Unmarshal): an
+// object has a handful of them, and the elements of a long array reuse
+// one fields (see elem), so that reading an item allocates nothing but
+// the strings it returns.
 type fields struct {
-	m    map[string]json.RawMessage
-	path string // prefix of member names in messages, e.g. "items[2]."
-	err  error
+	kv []member
+	// path prefixes member names in messages: "" for the body, e.g.
+	// "options." in an object. An element's, e.g. "items[2].", is made
+	// only for a message, from elemOf and elemAt (see prefix).
+	path   string
+	elemOf string
+	elemAt int
+	err    error
+}
+
+// member is one member of an object: its key (no escapes, see
+// splitObject) and its value's JSON text, both within the request body.
+type member struct{ key, val []byte }
+
+// get returns a member's JSON text.
+func (f *fields) get(name string) (json.RawMessage, bool) {
+	for i := len(f.kv) - 1; i >= 0; i-- {
+		if string(f.kv[i].key) == name {
+			return f.kv[i].val, true
+		}
+	}
+	return nil, false
+}
+
+// prefix is what member names are prefixed with in messages, e.g.
+// "items[2]."; made on each call, for messages only.
+func (f *fields) prefix() string {
+	if f.elemOf == "" {
+		return f.path
+	}
+	return f.elemOf + "[" + strconv.Itoa(f.elemAt) + "]."
 }
 
 // kind is the JSON type of a raw value: one of `"`, `t` (boolean), `n`
@@ -83,129 +156,149 @@ func (f *fields) fail(format string, args ...any) {
 
 // has reports whether name is present and not null.
 func (f *fields) has(name string) bool {
-	raw, ok := f.m[name]
+	raw, ok := f.get(name)
 	return ok && kind(raw) != 'n'
 }
 
 // present reports whether name is present, even as null.
 func (f *fields) present(name string) bool {
-	_, ok := f.m[name]
+	_, ok := f.get(name)
 	return ok
 }
 
 // raw returns a member's JSON text, nil when absent.
-func (f *fields) raw(name string) json.RawMessage { return f.m[name] }
+func (f *fields) raw(name string) json.RawMessage { raw, _ := f.get(name); return raw }
 
 // str reads an optional string; absent and null read as "".
-func (f *fields) str(name string) string {
-	raw := f.m[name]
+func (f *fields) str(name string) string { return f.strLike(name, "") }
+
+// strLike is str returning like itself, without allocating, when the
+// value equals it: the queue of the items of a push is usually the same.
+func (f *fields) strLike(name, like string) string {
+	raw := f.raw(name)
 	switch kind(raw) {
 	case 'n':
 		return ""
 	case '"':
+		// like is valid UTF-8 (a decoded string), so the same bytes with
+		// no escape decode to like.
+		if len(raw) == len(like)+2 && string(raw[1:len(raw)-1]) == like && bytes.IndexByte(raw, '\\') < 0 {
+			return like
+		}
 		if s, ok := simpleString(raw); ok {
 			return s
 		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
-			f.fail("%s%s is not a valid string", f.path, name)
+			f.fail("%s%s is not a valid string", f.prefix(), name)
 		}
 		return s
 	}
-	f.fail("%s%s must be a string", f.path, name)
+	f.fail("%s%s must be a string", f.prefix(), name)
 	return ""
 }
 
 // num reads an optional integer; absent and null read as def. Negative
 // values are refused unless signed.
 func (f *fields) num(name string, def int64, signed bool) int64 {
-	raw := f.m[name]
+	raw := f.raw(name)
 	switch kind(raw) {
 	case 'n':
 		return def
 	case '0':
 		n, err := parseInt(string(bytes.TrimSpace(raw)))
 		if err != nil {
-			f.fail("%s%s must be an integer", f.path, name)
+			f.fail("%s%s must be an integer", f.prefix(), name)
 			return def
 		}
 		if n < 0 && !signed {
-			f.fail("%s%s must not be negative", f.path, name)
+			f.fail("%s%s must not be negative", f.prefix(), name)
 			return def
 		}
 		return n
 	}
-	f.fail("%s%s must be a number", f.path, name)
+	f.fail("%s%s must be a number", f.prefix(), name)
 	return def
 }
 
 // boolean reads an optional boolean; absent and null read as def.
 func (f *fields) boolean(name string, def bool) bool {
-	raw := f.m[name]
+	raw := f.raw(name)
 	switch kind(raw) {
 	case 'n':
 		return def
 	case 't':
 		return bytes.HasPrefix(bytes.TrimSpace(raw), []byte("true"))
 	}
-	f.fail("%s%s must be a boolean", f.path, name)
+	f.fail("%s%s must be a boolean", f.prefix(), name)
 	return def
 }
 
 // object reads an optional nested object; nil when absent or null.
 func (f *fields) object(name string) *fields {
-	raw := f.m[name]
+	raw := f.raw(name)
 	switch kind(raw) {
 	case 'n':
 		return nil
 	case '{':
-		m, ok := splitObject(raw)
+		kv, ok := objectMembers(raw, nil)
 		if !ok {
-			if err := json.Unmarshal(raw, &m); err != nil {
-				f.fail("%s%s is not a valid object", f.path, name)
-				return nil
-			}
+			f.fail("%s%s is not a valid object", f.prefix(), name)
+			return nil
 		}
-		return &fields{m: m, path: f.path + name + "."}
+		return &fields{kv: kv, path: f.prefix() + name + "."}
 	}
-	f.fail("%s%s must be an object", f.path, name)
+	f.fail("%s%s must be an object", f.prefix(), name)
 	return nil
 }
 
 // array reads an optional array; ok is false when absent or null.
 func (f *fields) array(name string) (elems []json.RawMessage, ok bool) {
-	raw := f.m[name]
-	switch kind(raw) {
-	case 'n':
-		return nil, false
-	case '[':
-		if elems, ok := splitArray(raw); ok {
-			return elems, true
-		}
-		if err := json.Unmarshal(raw, &elems); err != nil {
-			f.fail("%s%s is not a valid array", f.path, name)
-			return nil, false
-		}
-		return elems, true
-	}
-	f.fail("%s%s must be an array", f.path, name)
-	return nil, false
+	elems, _, ok = f.arrayMax(name, math.MaxInt)
+	return elems, ok
 }
 
-// elem turns an array element into fields, or records that it is not an
-// object.
-func (f *fields) elem(raw json.RawMessage, path string) *fields {
-	if kind(raw) != '{' {
-		f.fail("%s must be an object", path)
-		return &fields{m: map[string]json.RawMessage{}, path: path + "."}
-	}
-	m, ok := splitObject(raw)
-	if !ok {
-		if err := json.Unmarshal(raw, &m); err != nil {
-			f.fail("%s is not a valid object", path)
+// arrayMax is array for an array of at most max elements: n is its
+// length, and elems is nil when n > max (see splitArray).
+func (f *fields) arrayMax(name string, max int) (elems []json.RawMessage, n int, ok bool) {
+	raw := f.raw(name)
+	switch kind(raw) {
+	case 'n':
+		return nil, 0, false
+	case '[':
+		if elems, n, ok := splitArray(raw, max); ok {
+			return elems, n, true
 		}
+		if err := json.Unmarshal(raw, &elems); err != nil {
+			f.fail("%s%s is not a valid array", f.prefix(), name)
+			return nil, 0, false
+		}
+		if n = len(elems); n > max {
+			elems = nil
+		}
+		return elems, n, true
 	}
-	return &fields{m: m, path: path + "."}
+	f.fail("%s%s must be an array", f.prefix(), name)
+	return nil, 0, false
+}
+
+// elem turns element at of the array of path of (e.g. "items") into
+// fields, or records in f that it is not an object. The fields are dst,
+// emptied, when dst is not nil: a loop over a long array reuses one.
+func (f *fields) elem(dst *fields, raw json.RawMessage, of string, at int) *fields {
+	if dst == nil {
+		dst = &fields{}
+	}
+	*dst = fields{kv: dst.kv[:0], elemOf: of, elemAt: at}
+	if kind(raw) != '{' {
+		f.fail("%s must be an object", strings.TrimSuffix(dst.prefix(), "."))
+		return dst
+	}
+	var ok bool
+	if dst.kv, ok = objectMembers(raw, dst.kv); !ok {
+		f.fail("%s is not a valid object", strings.TrimSuffix(dst.prefix(), "."))
+	}
+	return dst
 }
 
 // parseInt parses a JSON or query integer; integral floats such as 300.0

@@ -140,6 +140,73 @@ func appendAckResults(b []byte, rs []ackResult) []byte {
 	return append(b, ']')
 }
 
+// appendPushResult appends r as json.Marshal writes it.
+func appendPushResult(b []byte, r *pushResult) []byte {
+	b = append(b, `{"index":`...)
+	b = strconv.AppendInt(b, int64(r.Index), 10)
+	b = append(b, `,"transaction_id":`...)
+	b = appendJSONString(b, r.TransactionID)
+	b = append(b, `,"transactionId":`...)
+	b = appendJSONString(b, r.TxID)
+	b = append(b, `,"status":`...)
+	b = appendJSONString(b, r.Status)
+	b = append(b, `,"message_id":`...)
+	b = appendNullString(b, r.MessageID)
+	b = append(b, `,"partition_id":`...)
+	b = appendNullString(b, r.PartitionID)
+	b = append(b, `,"trace_id":`...)
+	b = appendNullString(b, r.TraceID)
+	b = append(b, `,"queueName":`...)
+	b = appendJSONString(b, r.QueueName)
+	b = append(b, `,"partition":`...)
+	b = appendJSONString(b, r.Partition)
+	if r.Offset != nil {
+		b = append(b, `,"offset":`...)
+		b = strconv.AppendInt(b, *r.Offset, 10)
+	}
+	if r.Error != "" {
+		b = append(b, `,"error":`...)
+		b = appendJSONString(b, r.Error)
+	}
+	return append(b, '}')
+}
+
+// streamFlush is how much of a streamed reply is gathered before it is
+// written.
+const streamFlush = 32 << 10
+
+// replyStream writes a long JSON reply piece by piece through one pooled
+// buffer, so that the reply is never whole in memory: a push of
+// queen.MaxPushItems items answers about 3 MB.
+type replyStream struct {
+	w       http.ResponseWriter
+	buf     *[]byte
+	started bool
+}
+
+func newReplyStream(w http.ResponseWriter, status int) *replyStream {
+	w.Header()["Content-Type"] = jsonContentType
+	w.WriteHeader(status)
+	return &replyStream{w: w, buf: getBuf()}
+}
+
+// flush writes what was gathered once it passes streamFlush (always, if
+// all).
+func (s *replyStream) flush(all bool) {
+	if len(*s.buf) >= streamFlush || all && len(*s.buf) > 0 {
+		_, _ = s.w.Write(*s.buf)
+		*s.buf = (*s.buf)[:0]
+	}
+}
+
+// close writes the rest and returns the buffer to the pool.
+func (s *replyStream) close() {
+	s.flush(true)
+	if cap(*s.buf) <= maxPooledBuf {
+		bufPool.Put(s.buf)
+	}
+}
+
 func appendNullString(b []byte, s nullString) []byte {
 	if s == "" {
 		return append(b, "null"...)

@@ -109,3 +109,18 @@ func BenchmarkRawNeedsRewrite(b *testing.B) {
 		}
 	}
 }
+
+func TestEncode_PushResultMatchesEncodingJSON(t *testing.T) {
+	for i, s := range awkwardStrings {
+		off := int64(i*7 - 3)
+		for _, r := range []pushResult{
+			{Index: i, TransactionID: s, TxID: s + "t", Status: s, MessageID: nullString(s), PartitionID: nullString(s + "p"),
+				TraceID: nullString(s), QueueName: "q" + s, Partition: s, Offset: &off, Error: s},
+			{Index: -i, Status: "queued"},
+		} {
+			want, err := json.Marshal(r)
+			require.NoError(t, err)
+			require.Equal(t, string(want), string(appendPushResult(nil, &r)), "string %q", s)
+		}
+	}
+}

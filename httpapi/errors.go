@@ -29,6 +29,11 @@ func badRequest(format string, args ...any) error {
 	return &apiError{http.StatusBadRequest, fmt.Sprintf(format, args...)}
 }
 
+// tooLarge is a 413 naming the cap the request is over.
+func tooLarge(format string, args ...any) error {
+	return &apiError{http.StatusRequestEntityTooLarge, "request too large: " + fmt.Sprintf(format, args...)}
+}
+
 // notFound is a 404.
 func notFoundErr(msg string) error { return &apiError{http.StatusNotFound, msg} }
 

@@ -75,7 +75,9 @@
 //
 // Authentication is the host's job. [Options.Authorize] is called before
 // every route with the route's [Access] level, the same levels as Queen's
-// route table, and can refuse with 401 or 403.
+// route table but for the metrics: Queen serves them to anyone, here they
+// are read-only unless [Options.PublicMetrics] says otherwise. The hook
+// can refuse with 401 or 403.
 package httpapi
 
 import (
@@ -151,9 +153,12 @@ type Access int
 
 // Access levels, from least to most privileged.
 const (
-	// AccessPublic routes (/health, /metrics) need no credentials in Queen.
+	// AccessPublic routes need no credentials: /health, and /metrics and
+	// /metrics/prometheus with [Options.PublicMetrics] (in Queen they
+	// always are).
 	AccessPublic Access = iota
-	// AccessReadOnly routes read state: listings, statistics, traces.
+	// AccessReadOnly routes read state: listings, statistics, traces, and
+	// the metrics unless [Options.PublicMetrics] is set.
 	AccessReadOnly
 	// AccessReadWrite routes push, pop, ack and change consumer positions.
 	AccessReadWrite
@@ -201,12 +206,20 @@ type Options struct {
 
 	// Authorize, when set, is called before every route with the request
 	// (read-only: it must not consume the body) and the route's access
-	// level, including [AccessPublic] for /health and /metrics. Returning
+	// level, including [AccessPublic] for /health. Returning
 	// nil lets the request through; an error wrapping [ErrUnauthorized]
 	// refuses it with 401, any other error with 403. CORS preflights
 	// (OPTIONS) and unsupported routes are answered without calling it.
 	// Defaults to letting everything through.
 	Authorize func(r *http.Request, level Access) error
+
+	// PublicMetrics makes /metrics and /metrics/prometheus [AccessPublic]
+	// routes, as they are in Queen, for a scraper that sends no
+	// credentials. /metrics/prometheus names every queue with its depth
+	// and every consumer group with its lag, so by default both are
+	// [AccessReadOnly]: an Authorize hook that lets public routes through
+	// without credentials asks for them there. Defaults to false.
+	PublicMetrics bool
 
 	// ProducerSub, when set, names who pushes: it is called once per push
 	// or transaction request that Authorize let through, and its result is
@@ -331,15 +344,20 @@ func New(c queen.Client, opts *Options) http.Handler {
 			stop()
 		}()
 	}
-	h.routes()
+	h.routes(o.PublicMetrics)
 	return h
 }
 
-// routes registers every route with its access level.
-func (h *handler) routes() {
+// routes registers every route with its access level; the metrics are
+// public only when publicMetrics says so (see Options.PublicMetrics).
+func (h *handler) routes(publicMetrics bool) {
+	metrics := AccessReadOnly
+	if publicMetrics {
+		metrics = AccessPublic
+	}
 	h.handle("GET /health", AccessPublic, h.health)
-	h.handle("GET /metrics", AccessPublic, h.metricsJSON)
-	h.handle("GET /metrics/prometheus", AccessPublic, h.prometheus)
+	h.handle("GET /metrics", metrics, h.metricsJSON)
+	h.handle("GET /metrics/prometheus", metrics, h.prometheus)
 
 	h.handle("POST /api/v1/push", AccessReadWrite, h.push)
 	h.handle("GET /api/v1/pop", AccessReadWrite, h.popDiscovery)

@@ -276,6 +276,48 @@ func TestHandler_Authorize(t *testing.T) {
 	require.Contains(t, seen, "DELETE /api/v1/resources/queues/q admin")
 }
 
+// TestHandler_MetricsNeedReadAccess: /metrics and /metrics/prometheus
+// (which names every queue and its depth) are read-only routes, so a hook
+// that lets public routes through without credentials refuses them;
+// with Options.PublicMetrics they are public, as in Queen. /health is
+// public either way.
+func TestHandler_MetricsNeedReadAccess(t *testing.T) {
+	t.Parallel()
+	for _, public := range []bool{false, true} {
+		var seen []string
+		e := setup(t, nil, &httpapi.Options{PublicMetrics: public, Authorize: func(r *http.Request, level httpapi.Access) error {
+			seen = append(seen, r.URL.Path+" "+level.String())
+			if level == httpapi.AccessPublic || r.Header.Get("Authorization") == "Bearer reader" && level <= httpapi.AccessReadOnly {
+				return nil
+			}
+			return httpapi.ErrUnauthorized
+		}})
+		_, err := e.b.Push(t.Context(), []queen.PushItem{{Queue: "secret-orders"}})
+		require.NoError(t, err)
+		for _, path := range []string{"/metrics", "/metrics/prometheus"} {
+			rec := e.do("GET", path, nil)
+			if !public {
+				require.Equal(t, http.StatusUnauthorized, rec.Code, path)
+				require.JSONEq(t, `{"error":"authentication required"}`, rec.Body.String())
+				require.NotContains(t, rec.Body.String(), "secret-orders")
+				require.Contains(t, seen, path+" read-only")
+				req := httptest.NewRequest("GET", path, nil)
+				req.Header.Set("Authorization", "Bearer reader")
+				rec = httptest.NewRecorder()
+				e.h.ServeHTTP(rec, req)
+			} else {
+				require.Contains(t, seen, path+" public")
+			}
+			require.Equal(t, http.StatusOK, rec.Code, "%s, PublicMetrics %v", path, public)
+			if path == "/metrics/prometheus" {
+				require.Contains(t, rec.Body.String(), `queue="secret-orders"`)
+			}
+		}
+		require.Equal(t, http.StatusOK, e.do("GET", "/health", nil).Code)
+		require.Contains(t, seen, "/health public")
+	}
+}
+
 func TestAccess_String(t *testing.T) {
 	t.Parallel()
 	require.Equal(t, "public", httpapi.AccessPublic.String())

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -28,21 +27,22 @@ type pushResult struct {
 }
 
 // parsePushItem reads one push item. In a transaction the payload
-// defaults to {} and may be sent as "data".
-func parsePushItem(f *fields, inTx bool) queen.PushItem {
+// defaults to {} and may be sent as "data". The names equal to those of
+// like (the item before, or the zero item) are like's strings, not copies.
+func parsePushItem(f *fields, inTx bool, like *queen.PushItem) queen.PushItem {
 	var it queen.PushItem
 	if !f.has("queue") {
-		f.fail("%squeue is required", f.path)
+		f.fail("%squeue is required", f.prefix())
 	}
-	it.Queue = f.str("queue")
+	it.Queue = f.strLike("queue", like.Queue)
 	if f.present("partition") && !f.has("partition") {
-		f.fail("%spartition must be a string", f.path)
+		f.fail("%spartition must be a string", f.prefix())
 	}
-	it.Partition = f.str("partition")
+	it.Partition = f.strLike("partition", like.Partition)
 	it.TransactionID = f.str("transactionId")
 	it.TraceID = f.str("traceId")
-	it.Namespace = f.str("namespace")
-	it.Task = f.str("task")
+	it.Namespace = f.strLike("namespace", like.Namespace)
+	it.Task = f.strLike("task", like.Task)
 	switch {
 	case f.present("payload"):
 		it.Payload = f.raw("payload")
@@ -54,7 +54,7 @@ func parsePushItem(f *fields, inTx bool) queen.PushItem {
 	if f.err != nil {
 		return it
 	}
-	for _, c := range []struct {
+	for _, c := range [...]struct {
 		field, v string
 		req      bool
 	}{
@@ -65,15 +65,13 @@ func parsePushItem(f *fields, inTx bool) queen.PushItem {
 		if c.req {
 			check = checkName
 		}
-		if err := check(f.path+c.field, c.v); err != nil {
-			f.err = err
+		if check("", c.v) != nil { // the field's name is made for the message only
+			f.err = check(f.prefix()+c.field, c.v)
 			return it
 		}
 	}
-	if it.TraceID != "" {
-		if err := checkUUID(f.path+"traceId", it.TraceID); err != nil {
-			f.err = err
-		}
+	if it.TraceID != "" && !isUUID(it.TraceID) {
+		f.err = checkUUID(f.prefix()+"traceId", it.TraceID)
 	}
 	return it
 }
@@ -102,37 +100,55 @@ func (h *handler) push(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	elems, ok := f.array("items")
+	elems, n, ok := f.arrayMax("items", queen.MaxPushItems)
 	if !ok || f.err != nil {
 		h.writeError(w, r, badRequest("items array is required"))
 		return
 	}
+	if n > queen.MaxPushItems {
+		h.writeError(w, r, tooLarge("a push takes at most %d items (queen.MaxPushItems), not %d", queen.MaxPushItems, n))
+		return
+	}
 	items := make([]queen.PushItem, len(elems))
+	var itf fields // reused: reading an item allocates only its strings
 	for i, raw := range elems {
-		it := f.elem(raw, fmt.Sprintf("items[%d]", i))
+		it := f.elem(&itf, raw, "items", i)
 		if f.err != nil {
 			h.writeError(w, r, f.err)
 			return
 		}
-		items[i] = parsePushItem(it, false)
+		like := &queen.PushItem{}
+		if i > 0 {
+			like = &items[i-1]
+		}
+		items[i] = parsePushItem(it, false, like)
 		if it.err != nil {
 			h.writeError(w, r, it.err)
 			return
 		}
 	}
+	elems = nil
 	h.stampProducer(r, items, nil)
-	out := make([]pushResult, 0, len(items))
+	var res []queen.PushResult
 	if len(items) > 0 {
-		res, err := h.b.Push(r.Context(), items)
-		if err != nil {
+		if res, err = h.b.Push(r.Context(), items); err != nil {
 			h.writeError(w, r, err)
 			return
 		}
-		for i := range res {
-			out = append(out, h.pushResultJSON(r, i, &res[i]))
-		}
 	}
-	writeJSON(w, http.StatusCreated, out)
+	items = nil // no longer needed while the reply is written
+	out := newReplyStream(w, http.StatusCreated)
+	defer out.close()
+	*out.buf = append(*out.buf, '[')
+	for i := range res {
+		if i > 0 {
+			*out.buf = append(*out.buf, ',')
+		}
+		pr := h.pushResultJSON(r, i, &res[i])
+		*out.buf = appendPushResult(*out.buf, &pr)
+		out.flush(false)
+	}
+	*out.buf = append(*out.buf, ']')
 }
 
 func (h *handler) pushResultJSON(r *http.Request, i int, res *queen.PushResult) pushResult {
@@ -140,8 +156,7 @@ func (h *handler) pushResultJSON(r *http.Request, i int, res *queen.PushResult) 
 		QueueName: res.Queue, Partition: res.Partition}
 	switch res.Status {
 	case queen.PushQueued, queen.PushDuplicate:
-		off := res.Offset
-		pr.Offset = &off
+		pr.Offset = &res.Offset // not a copy: one allocation fewer per item
 		pr.MessageID, pr.PartitionID, pr.TraceID = nullString(res.MessageID), nullString(res.PartitionID), nullString(res.TraceID)
 	default:
 		pr.Error = "internal error"
@@ -181,8 +196,15 @@ type txReply struct {
 }
 
 // parseAckFields reads an ack item (of /ack or a transaction) with the
-// given messages for missing ids.
+// given messages for missing ids; "" stands for "<prefix>transactionId is
+// required" and "<prefix>partitionId is required".
 func parseAckFields(f *fields, missingTx, missingPart string) queen.AckItem {
+	if missingTx == "" {
+		missingTx = f.prefix() + "transactionId is required"
+	}
+	if missingPart == "" {
+		missingPart = f.prefix() + "partitionId is required"
+	}
 	var it queen.AckItem
 	if kind(f.raw("transactionId")) != '"' {
 		f.fail("%s", missingTx)
@@ -210,18 +232,21 @@ func parseAckFields(f *fields, missingTx, missingPart string) queen.AckItem {
 	case it.PartitionID == "":
 		f.fail("%s", missingPart)
 	}
-	for _, err := range []error{
-		checkLabel(f.path+"transactionId", it.TransactionID),
-		checkUUID(f.path+"partitionId", it.PartitionID),
-		checkLabel(f.path+"consumerGroup", it.Group),
-		checkLabel(f.path+"status", string(it.Status)),
-	} {
-		if err != nil && f.err == nil {
-			f.err = err
-		}
+	if f.err != nil {
+		return it
 	}
-	if it.LeaseID != "" && f.err == nil {
-		f.err = checkUUID(f.path+"leaseId", it.LeaseID)
+	// The field's name is made for the message only.
+	switch {
+	case checkLabel("", it.TransactionID) != nil:
+		f.err = checkLabel(f.prefix()+"transactionId", it.TransactionID)
+	case !isUUID(it.PartitionID):
+		f.err = checkUUID(f.prefix()+"partitionId", it.PartitionID)
+	case checkLabel("", it.Group) != nil:
+		f.err = checkLabel(f.prefix()+"consumerGroup", it.Group)
+	case checkLabel("", string(it.Status)) != nil:
+		f.err = checkLabel(f.prefix()+"status", string(it.Status))
+	case it.LeaseID != "" && !isUUID(it.LeaseID):
+		f.err = checkUUID(f.prefix()+"leaseId", it.LeaseID)
 	}
 	return it
 }
@@ -233,52 +258,69 @@ func (h *handler) transaction(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	elems, ok := f.array("operations")
+	elems, n, ok := f.arrayMax("operations", queen.MaxTxOps)
 	if !ok || f.err != nil {
 		h.writeError(w, r, badRequest("operations array required"))
+		return
+	}
+	if n > queen.MaxTxOps {
+		h.writeError(w, r, tooLarge("a transaction takes at most %d operations (queen.MaxTxOps), not %d", queen.MaxTxOps, n))
 		return
 	}
 	if len(elems) == 0 {
 		h.writeError(w, r, badRequest("operations array cannot be empty"))
 		return
 	}
-	var ops []queen.TxOp
-	var types []string
+	ops := make([]queen.TxOp, 0, len(elems))
+	types := make([]string, 0, len(elems))
+	var opf, itf fields // reused, as in push
+	like := &queen.PushItem{}
 	for i, raw := range elems {
-		path := fmt.Sprintf("operations[%d]", i)
-		op := f.elem(raw, path)
+		op := f.elem(&opf, raw, "operations", i)
 		typ := op.str("type")
 		switch {
 		case f.err != nil:
 		case op.err != nil:
 			f.err = op.err
 		case typ == "ack":
-			it := parseAckFields(op, path+".transactionId is required", path+".partitionId is required")
+			it := parseAckFields(op, "", "")
 			ops, types = append(ops, queen.TxOp{Ack: &it}), append(types, "ack")
 		case typ == "push" && op.present("items"):
-			items, _ := op.array("items")
+			// Each item is one operation.
+			items, n, _ := op.arrayMax("items", queen.MaxTxOps-len(ops))
+			if len(ops)+n > queen.MaxTxOps {
+				f.err = errTooManyOps
+				break
+			}
+			of := ""
 			for j, raw := range items {
-				itf := op.elem(raw, fmt.Sprintf("%s.items[%d]", path, j))
+				if of == "" {
+					of = op.prefix() + "items"
+				}
+				it := op.elem(&itf, raw, of, j)
 				if op.err != nil {
 					break
 				}
-				it := parsePushItem(itf, true)
-				if itf.err != nil {
-					op.err = itf.err
+				p := parsePushItem(it, true, like)
+				if it.err != nil {
+					op.err = it.err
 					break
 				}
-				ops, types = append(ops, queen.TxOp{Push: &it}), append(types, "push")
+				ops, types, like = append(ops, queen.TxOp{Push: &p}), append(types, "push"), &p
 			}
 		case typ == "push":
-			it := parsePushItem(op, true)
-			ops, types = append(ops, queen.TxOp{Push: &it}), append(types, "push")
+			p := parsePushItem(op, true, like)
+			ops, types, like = append(ops, queen.TxOp{Push: &p}), append(types, "push"), &p
 		case typ == "":
-			op.fail("%s.type is required", path)
+			op.fail("%stype is required", op.prefix())
 		default:
 			op.fail("Unknown operation type: %s", typ)
 		}
 		if f.err == nil && op.err != nil {
 			f.err = op.err
+		}
+		if f.err == nil && len(ops) > queen.MaxTxOps {
+			f.err = errTooManyOps
 		}
 		if f.err != nil {
 			h.writeError(w, r, f.err)
@@ -331,6 +373,10 @@ func (h *handler) transaction(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, reply)
 }
+
+// errTooManyOps refuses a transaction whose push items make it longer
+// than queen.MaxTxOps.
+var errTooManyOps = tooLarge("a transaction takes at most %d operations (queen.MaxTxOps), counting each push item as one", queen.MaxTxOps)
 
 // txErrorText is Queen's reason for an aborted transaction.
 func txErrorText(ops []queen.TxOp, te *queen.TransactionError) string {

@@ -10,84 +10,101 @@ import (
 // rather than by json.Unmarshal, which checks its whole input again on
 // every call and reflects into a map. They give exactly what
 // json.Unmarshal gives into map[string]json.RawMessage or
-// []json.RawMessage (the values are subslices of the input; for a repeated
-// member the last one wins); on anything they do not handle simply (a key
-// with an escape or a non-ASCII byte, a value that is not an object or an
-// array) they report false and the caller falls back to json.Unmarshal.
-// They must only be given valid JSON.
+// []json.RawMessage (the keys and values are subslices of the input; of
+// repeated members, looked up from the end, the last one wins); on
+// anything they do not handle simply (a key with an escape or a non-ASCII
+// byte, a value that is not an object or an array) they report false and
+// the caller falls back to json.Unmarshal. They must only be given valid
+// JSON.
 
-// splitObject cuts a valid JSON object into its members.
-func splitObject(raw []byte) (map[string]json.RawMessage, bool) {
+// splitObject cuts a valid JSON object into its members, appended to kv
+// (which the caller may reuse from one object to the next).
+func splitObject(raw []byte, kv []member) ([]member, bool) {
 	i := skipWS(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
-		return nil, false
+		return kv, false
 	}
-	m := make(map[string]json.RawMessage, 8)
+	start0 := len(kv)
 	i = skipWS(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
-		return m, skipWS(raw, i+1) == len(raw)
+		return kv, skipWS(raw, i+1) == len(raw)
 	}
 	for i < len(raw) {
 		if raw[i] != '"' {
-			return nil, false
+			return kv[:start0], false
 		}
 		start := i + 1
 		end := start
 		for end < len(raw) && raw[end] != '"' {
 			if c := raw[end]; c == '\\' || c >= utf8.RuneSelf {
-				return nil, false // decoded by json.Unmarshal instead
+				return kv[:start0], false // decoded by json.Unmarshal instead
 			}
 			end++
 		}
 		if end >= len(raw) {
-			return nil, false
+			return kv[:start0], false
 		}
-		key := string(raw[start:end])
+		key := raw[start:end:end]
 		i = skipWS(raw, end+1)
 		if i >= len(raw) || raw[i] != ':' {
-			return nil, false
+			return kv[:start0], false
 		}
 		i = skipWS(raw, i+1)
 		vend := valueEnd(raw, i)
 		if vend <= i {
-			return nil, false
+			return kv[:start0], false
 		}
-		m[key] = raw[i:vend:vend]
+		kv = append(kv, member{key: key, val: raw[i:vend:vend]})
 		var closed, ok bool
 		if i, closed, ok = afterMember(raw, vend, '}'); !ok {
-			return nil, false
+			return kv[:start0], false
 		} else if closed {
-			return m, true
+			return kv, true
 		}
 	}
-	return nil, false
+	return kv[:start0], false
 }
 
-// splitArray cuts a valid JSON array into its elements.
-func splitArray(raw []byte) ([]json.RawMessage, bool) {
+// splitArray cuts a valid JSON array into its elements and counts them
+// (n). It counts first, then cuts into a slice of that length, so that a
+// long array costs no doublings; past max elements it only counts, and
+// elems is nil: a request over a cap costs no memory per element.
+func splitArray(raw []byte, max int) (elems []json.RawMessage, n int, ok bool) {
+	if n, ok = eachElem(raw, nil); !ok || n > max {
+		return nil, n, ok
+	}
+	elems = make([]json.RawMessage, 0, n)
+	_, ok = eachElem(raw, func(e []byte) { elems = append(elems, e) })
+	return elems, n, ok
+}
+
+// eachElem calls fn, unless nil, with each element of a valid JSON array,
+// and counts them.
+func eachElem(raw []byte, fn func([]byte)) (n int, ok bool) {
 	i := skipWS(raw, 0)
 	if i >= len(raw) || raw[i] != '[' {
-		return nil, false
+		return 0, false
 	}
-	elems := make([]json.RawMessage, 0, 16)
 	i = skipWS(raw, i+1)
 	if i < len(raw) && raw[i] == ']' {
-		return elems, skipWS(raw, i+1) == len(raw)
+		return 0, skipWS(raw, i+1) == len(raw)
 	}
 	for i < len(raw) {
 		vend := valueEnd(raw, i)
 		if vend <= i {
-			return nil, false
+			return 0, false
 		}
-		elems = append(elems, raw[i:vend:vend])
-		var closed, ok bool
+		if n++; fn != nil {
+			fn(raw[i:vend:vend])
+		}
+		var closed bool
 		if i, closed, ok = afterMember(raw, vend, ']'); !ok {
-			return nil, false
+			return 0, false
 		} else if closed {
-			return elems, true
+			return n, true
 		}
 	}
-	return nil, false
+	return 0, false
 }
 
 // afterMember reads what follows a member ending at i: a comma (next is

@@ -16,9 +16,9 @@ import (
 	"github.com/queenlite/queen/httpapi"
 )
 
-// authorizer checks the bearer token of every request but GET /health,
-// with a shared token (QUEEN_TOKEN), Queen's HS256 JWTs (JWT_SECRET), or
-// both.
+// authorizer checks the bearer token of every request but those of
+// public routes (GET /health, and the metrics with -public-metrics), with
+// a shared token (QUEEN_TOKEN), Queen's HS256 JWTs (JWT_SECRET), or both.
 type authorizer struct {
 	// tokenSum is the SHA-256 of the shared token, nil without one. Sums
 	// of equal length are compared in constant time.
@@ -63,11 +63,12 @@ func unauthorized(reason string) error {
 	return fmt.Errorf("%w: %s", httpapi.ErrUnauthorized, reason)
 }
 
-// authorize is the [httpapi.Options.Authorize] hook. /health is public;
-// every other route, /metrics included, needs a token: the shared token
-// grants every level, a JWT the level of its role.
+// authorize is the [httpapi.Options.Authorize] hook. Public routes
+// (/health; the metrics with -public-metrics, read-only routes without)
+// need nothing; every other route needs a token: the shared token grants
+// every level, a JWT the level of its role.
 func (a *authorizer) authorize(r *http.Request, level httpapi.Access) error {
-	if level == httpapi.AccessPublic && r.URL.Path == "/health" {
+	if level == httpapi.AccessPublic {
 		return nil
 	}
 	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")

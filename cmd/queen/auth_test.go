@@ -437,3 +437,41 @@ func TestRun_Auth(t *testing.T) {
 		require.NotContains(t, logs.String(), "non-loopback")
 	})
 }
+
+// TestPublicMetrics: with a token, /metrics and /metrics/prometheus need
+// it (a read role) unless -public-metrics or QUEEN_PUBLIC_METRICS makes
+// them public, as in Queen; /health is public and every other route needs
+// the token either way.
+func TestPublicMetrics(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args   []string
+		env    map[string]string
+		public bool
+	}{
+		{[]string{"-token", "s3cret"}, nil, false},
+		{[]string{"-token", "s3cret", "-public-metrics"}, nil, true},
+		{nil, map[string]string{"QUEEN_TOKEN": "s3cret", "QUEEN_PUBLIC_METRICS": "true"}, true},
+		{nil, map[string]string{"QUEEN_TOKEN": "s3cret", "QUEEN_PUBLIC_METRICS": "0"}, false},
+		{[]string{"-public-metrics=false"}, map[string]string{"QUEEN_TOKEN": "s3cret", "QUEEN_PUBLIC_METRICS": "1"}, false},
+		{nil, map[string]string{"JWT_SECRET": testSecret, "QUEEN_PUBLIC_METRICS": "1"}, true},
+	} {
+		cfg, err := parseConfig(c.args, envOf(c.env), io.Discard)
+		require.NoError(t, err, "%v %v", c.args, c.env)
+		require.Equal(t, c.public, cfg.publicMetrics, "%v %v", c.args, c.env)
+		e := authEnv{t, cfg.handler(queentest.NewBroker(t, nil), newAuthorizer(cfg, time.Now), nil, nil)}
+		e.status("GET", "/health", "", "", http.StatusOK, "")
+		for _, path := range []string{"/metrics", "/metrics/prometheus"} {
+			if c.public {
+				e.status("GET", path, "", "", http.StatusOK, "")
+			} else {
+				e.status("GET", path, "", "", http.StatusUnauthorized, "authentication required")
+				e.status("GET", path, "Bearer s3cret", "", http.StatusOK, "")
+			}
+		}
+		e.status("GET", "/api/v1/resources/queues", "", "", http.StatusUnauthorized, "authentication required")
+		e.status("POST", "/api/v1/push", "", pushBody, http.StatusUnauthorized, "authentication required")
+	}
+	_, err := parseConfig(nil, envOf(map[string]string{"QUEEN_PUBLIC_METRICS": "yes"}), io.Discard)
+	require.ErrorContains(t, err, "QUEEN_PUBLIC_METRICS must be true or false")
+}

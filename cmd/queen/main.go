@@ -24,6 +24,8 @@
 //	-eviction-interval  EVICTION_INTERVAL          ms between max-wait eviction runs (default 10000)
 //	                    QUEEN_ENCRYPTION_KEY       64 hex characters: the AES-256 key for encrypted queues
 //	-token              QUEEN_TOKEN                bearer token every route but /health requires
+//	-public-metrics     QUEEN_PUBLIC_METRICS       serve /metrics and /metrics/prometheus without a token, as Queen
+//	                                               does (default false)
 //	                    JWT_SECRET                 accept HS256 JWTs signed with it (see below)
 //	                    JWT_ISSUER, JWT_AUDIENCE   when set, the iss and aud a JWT must carry
 //	                    JWT_CLOCK_SKEW             leeway in seconds on exp and nbf (default 30)
@@ -31,8 +33,8 @@
 //
 // # Access control
 //
-// With QUEEN_TOKEN, every request but GET /health (/metrics included) and
-// CORS preflights must carry
+// With QUEEN_TOKEN, every request but GET /health (/metrics included,
+// unless -public-metrics) and CORS preflights must carry
 // "Authorization: Bearer <token>" (compared in constant time) or is
 // answered 401. With JWT_SECRET, a request may instead carry an HS256 JWT
 // signed with it, whose claim role (a string) or roles (an array) names
@@ -112,6 +114,9 @@ type config struct {
 	// token is the shared bearer token every route but /health needs;
 	// empty for none.
 	token string
+	// publicMetrics serves /metrics and /metrics/prometheus without a
+	// token (httpapi.Options.PublicMetrics).
+	publicMetrics bool
 	// jwtSecret is the HS256 key of the JWTs accepted; nil for none.
 	jwtSecret []byte
 	// jwtIssuer and jwtAudience, when set, must match iss and aud.
@@ -145,6 +150,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	retention := fs.String("retention-interval", env("RETENTION_INTERVAL", ""), "ms between retention runs; with -eviction-interval the smaller wins (default 10000) (env RETENTION_INTERVAL)")
 	eviction := fs.String("eviction-interval", env("EVICTION_INTERVAL", ""), "ms between max-wait eviction runs; with -retention-interval the smaller wins (default 10000) (env EVICTION_INTERVAL)")
 	token := fs.String("token", env("QUEEN_TOKEN", ""), "bearer token every route but /health requires (env QUEEN_TOKEN)")
+	publicMetrics := fs.Bool("public-metrics", false, "serve /metrics and /metrics/prometheus without a token, as Queen does (env QUEEN_PUBLIC_METRICS)")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
 		fmt.Fprintln(out, "Usage: queen [flags]\n\nRuns the queen broker with Queen's REST API. Flags win over environment variables.\n"+
@@ -162,8 +168,19 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	c := &config{host: *host, dataDir: *dataDir, token: *token}
+	c := &config{host: *host, dataDir: *dataDir, token: *token, publicMetrics: *publicMetrics}
 	var err error
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["public-metrics"] {
+		switch v := strings.ToLower(env("QUEEN_PUBLIC_METRICS", "false")); v {
+		case "true", "1":
+			c.publicMetrics = true
+		case "false", "0":
+		default:
+			return nil, fmt.Errorf("QUEEN_PUBLIC_METRICS must be true or false, not %q", v)
+		}
+	}
 	if c.port, err = strconv.Atoi(*port); err != nil || c.port < 0 || c.port > 65535 {
 		return nil, fmt.Errorf("port must be a number from 0 to 65535, not %q", *port)
 	}
@@ -275,6 +292,19 @@ func (c *config) brokerOptions(logger *slog.Logger) *queen.Options {
 	}
 }
 
+// handler is the API of c on b, checked by auth (nil for none); closing
+// stopPolls ends the parked long-polls.
+func (c *config) handler(b *queen.Broker, auth *authorizer, logger *slog.Logger, stopPolls <-chan struct{}) http.Handler {
+	hopts := &httpapi.Options{
+		Logger: logger, Shutdown: stopPolls, MaxBodyBytes: c.maxBody,
+		DefaultTimeout: c.defaultTimeout, DefaultBatch: c.defaultBatch, PublicMetrics: c.publicMetrics,
+	}
+	if auth != nil {
+		hopts.Authorize, hopts.ProducerSub = auth.authorize, auth.producerSub
+	}
+	return httpapi.New(b, hopts)
+}
+
 // parseBytes reads a positive byte count, bare or with a KiB, MiB or GiB
 // suffix (also K, M, G, KB, MB, GB, all binary). The broker checks the
 // range.
@@ -331,15 +361,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	stopPolls := make(chan struct{})
 	auth := newAuthorizer(cfg, time.Now)
-	hopts := &httpapi.Options{
-		Logger: logger, Shutdown: stopPolls, MaxBodyBytes: cfg.maxBody,
-		DefaultTimeout: cfg.defaultTimeout, DefaultBatch: cfg.defaultBatch,
-	}
-	if auth != nil {
-		hopts.Authorize, hopts.ProducerSub = auth.authorize, auth.producerSub
-	}
 	srv := &http.Server{
-		Handler:           httpapi.New(b, hopts),
+		Handler:           cfg.handler(b, auth, logger, stopPolls),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      2 * time.Minute, // above the 60 s long-poll limit
@@ -355,7 +378,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger.Info("queen: listening", "addr", ln.Addr().String(), "data", cfg.dataDir, "durability", durability,
 		"subscriptionMode", string(cfg.subscription), "encryption", cfg.encryptionKey != nil, "maintenanceInterval", maintenance,
-		"auth", auth.mode())
+		"auth", auth.mode(), "publicMetrics", cfg.publicMetrics)
 	if auth == nil && exposed(ln.Addr()) {
 		logger.Warn("queen: listening on a non-loopback address with no QUEEN_TOKEN or JWT_SECRET: anyone who can reach it can read, change and delete every queue",
 			"addr", ln.Addr().String())

@@ -1187,7 +1187,8 @@ func testUnknownGroups(e *env) {
 }
 
 // testCaps: a value above a cap is refused with an *ArgumentError naming
-// the field and the limit, in the builder and in the request structs;
+// the field and the limit, in the builder and in the request structs, and
+// a push or transaction of too many items with ErrTooLarge naming the cap;
 // the cap itself is accepted.
 func testCaps(e *env) {
 	t := e.t
@@ -1229,6 +1230,18 @@ func testCaps(e *env) {
 	cfg.LeaseTime = queen.MaxLease + time.Second
 	_, err = e.c.ConfigureQueue(e.ctx, "caps", cfg)
 	refused(err, "QueueConfig.LeaseTime", "8760h0m0s")
+	over := make([]queen.PushItem, queen.MaxPushItems+1)
+	ops := make([]queen.TxOp, queen.MaxTxOps+1)
+	for i := range over {
+		over[i] = queen.PushItem{Queue: "caps-over", Payload: json.RawMessage(`1`)}
+		ops[i].Push = &over[i]
+	}
+	_, err = e.c.Push(e.ctx, over)
+	require.ErrorIs(t, err, queen.ErrTooLarge)
+	require.Contains(t, err.Error(), "at most 10000 items (queen.MaxPushItems)")
+	_, err = e.c.ExecTransaction(e.ctx, ops)
+	require.ErrorIs(t, err, queen.ErrTooLarge)
+	require.Contains(t, err.Error(), "at most 10000 operations (queen.MaxTxOps)")
 
 	// At the caps.
 	e.push("caps", "", numbered(3)...)
