@@ -47,9 +47,9 @@ var (
 //     Partition and LeaseReleased false; after an abort, the acks before
 //     the refused operation are reported refused (Success false), where a
 //     Broker leaves their results empty.
-//  5. remote.Client.SeekGroup, SeekPartition, DeleteGroup and
-//     SetGroupSubscription refuse the empty group (queue mode) with an
-//     *ArgumentError; a Broker reads it as queue mode.
+//  5. remote.Client.SeekGroup, DeleteGroup and SetGroupSubscription
+//     refuse the empty group (queue mode) with an *ArgumentError, and
+//     SeekPartition answers ErrNotFound; a Broker reads it as queue mode.
 //  6. A transaction's ack naming a partition id that is not a UUID is an
 //     *ArgumentError from remote.Client (the server's 400), not the
 //     *TransactionError wrapping ErrNotFound a Broker returns.
