@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -349,28 +350,35 @@ func lineDiff(a, b, name string) string {
 	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
 	var sb strings.Builder
 	for i := range max(len(al), len(bl)) {
-		var x, y string
-		if i < len(al) {
-			x = al[i]
+		switch {
+		case i >= len(al):
+			fmt.Fprintf(&sb, "  + %s: %s\n", name, bl[i])
+		case i >= len(bl):
+			fmt.Fprintf(&sb, "  - memory: %s\n", al[i])
+		case al[i] == bl[i]:
+			fmt.Fprintf(&sb, "      %s\n", al[i])
+		default:
+			fmt.Fprintf(&sb, "  - memory: %s\n  + %s: %s\n", al[i], name, bl[i])
 		}
-		if i < len(bl) {
-			y = bl[i]
-		}
-		if x == y {
-			fmt.Fprintf(&sb, "      %s\n", x)
-			continue
-		}
-		fmt.Fprintf(&sb, "  - memory: %s\n  + %s: %s\n", x, name, y)
 	}
 	return strings.TrimRight(sb.String(), "\n")
 }
 
 // namer names ids in order of first sight.
 type namer struct {
-	m map[string]string
+	m map[string]int
 }
 
-func newNamer() *namer { return &namer{m: map[string]string{}} }
+func newNamer() *namer { return &namer{m: map[string]int{}} }
+
+// rank is the number of id's name, or a number above every name's for
+// an id not seen yet.
+func (n *namer) rank(id string) int {
+	if x, ok := n.m[strings.ToLower(id)]; ok {
+		return x
+	}
+	return len(n.m) + 1
+}
 
 var uuidRe = regexp.MustCompile(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`)
 
@@ -380,10 +388,10 @@ func (n *namer) ids(s string) string {
 		u = strings.ToLower(u)
 		x, ok := n.m[u]
 		if !ok {
-			x = fmt.Sprintf("#%d", len(n.m)+1)
+			x = len(n.m) + 1
 			n.m[u] = x
 		}
-		return x
+		return "#" + strconv.Itoa(x)
 	})
 }
 
@@ -689,8 +697,10 @@ func letters(f queen.LetterFilter) func(*queen.LetterPage, error) any {
 
 // sortLetters puts letters in an order every backend agrees on: newest
 // failure first, as listed, then by what they hold (the brokers break
-// ties by their random ids).
-func sortLetters(ls []queen.DeadLetter) {
+// ties by their random ids), then, for letters alike in all but their id
+// (a message dead-lettered twice for one group), by the names of ids
+// already seen.
+func sortLetters(ls []queen.DeadLetter, n *namer) {
 	sort.SliceStable(ls, func(i, j int) bool {
 		a, b := &ls[i], &ls[j]
 		if !a.FailedAt.Equal(b.FailedAt) {
@@ -714,7 +724,10 @@ func sortLetters(ls []queen.DeadLetter) {
 		if a.RetryCount != b.RetryCount {
 			return a.RetryCount < b.RetryCount
 		}
-		return a.CreatedAt.Before(b.CreatedAt)
+		if !a.CreatedAt.Equal(b.CreatedAt) {
+			return a.CreatedAt.Before(b.CreatedAt)
+		}
+		return n.rank(a.ID) < n.rank(b.ID)
 	})
 }
 
@@ -735,7 +748,7 @@ func (p *printer) letters(a letterAnswer) {
 		}
 		return
 	}
-	sortLetters(ls)
+	sortLetters(ls, p.n)
 	for _, l := range ls {
 		p.f("  letter id=%s msg=%s tx=%s q=%s p=%s pid=%s group=%s err=%q retries=%d trace=%s sub=%s offset=%d created=%s failed=%s payload=%s\n",
 			p.id(l.ID), p.id(l.MessageID), p.id(l.TransactionID), l.Queue, l.Partition, p.id(l.PartitionID), l.ConsumerGroup, l.Error,
@@ -895,6 +908,13 @@ func (d *diff) letterID(k int, dead bool, i int) string {
 		return unknownID
 	}
 	ls := append([]queen.DeadLetter(nil), page.Letters...)
-	sortLetters(ls)
+	n := d.names[0][0] // memory's, as compared with remote
+	switch k {
+	case bDisk:
+		n = d.names[1][1]
+	case bRemote:
+		n = d.names[0][1]
+	}
+	sortLetters(ls, n)
 	return ls[i].ID
 }
