@@ -1,5 +1,5 @@
 // Long runs of the differential test (TestDifferential, below): in CI
-// it runs 4 seeded sequences of 150 operations on the three backends, a
+// it runs 8 seeded sequences of 200 operations on the three backends, a
 // new seed each time from the clock (printed with -v and on failure). Run
 // it longer with -diff.time (keep drawing sequences for that long) or
 // -diff.seeds (that many), and longer sequences with -diff.ops; replay a
@@ -24,8 +24,8 @@ import (
 
 var (
 	diffSeed   = flag.Uint64("diff.seed", 0, "first seed of the differential test (0: from the clock)")
-	diffSeeds  = flag.Int("diff.seeds", 0, "sequences the differential test runs (0: 4, or 2 with -short)")
-	diffOps    = flag.Int("diff.ops", 0, "operations per differential sequence (0: 150)")
+	diffSeeds  = flag.Int("diff.seeds", 0, "sequences the differential test runs (0: 8, or 3 with -short)")
+	diffOps    = flag.Int("diff.ops", 0, "operations per differential sequence (0: 200)")
 	diffTime   = flag.Duration("diff.time", 0, "run differential sequences for this long instead of -diff.seeds")
 	diffShrink = flag.Duration("diff.shrink", 60*time.Second, "time spent shrinking a failing differential sequence (0: none)")
 	diffStrict = flag.Bool("diff.strict", false, "also draw and compare what the open divergences (divergence_*_test.go) differ in")
@@ -89,13 +89,13 @@ func TestDifferential(t *testing.T) {
 	}
 	seeds, n := *diffSeeds, *diffOps
 	if seeds == 0 {
-		seeds = 4
+		seeds = 8
 		if testing.Short() {
-			seeds = 2
+			seeds = 3
 		}
 	}
 	if n == 0 {
-		n = 150
+		n = 200
 	}
 	var deadline time.Time
 	if *diffTime > 0 {
