@@ -344,21 +344,37 @@ func firstDiff(a, b string) string {
 	return "length"
 }
 
-// lineDiff shows two printed answers side by side, marking the lines that
-// differ.
+// lineDiff shows two printed answers line by line (a longest common
+// subsequence), marking the lines only one of them has.
 func lineDiff(a, b, name string) string {
 	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	// lcs[i][j] is the longest common subsequence of al[i:] and bl[j:].
+	lcs := make([][]int, len(al)+1)
+	for i := range lcs {
+		lcs[i] = make([]int, len(bl)+1)
+	}
+	for i := len(al) - 1; i >= 0; i-- {
+		for j := len(bl) - 1; j >= 0; j-- {
+			if al[i] == bl[j] {
+				lcs[i][j] = lcs[i+1][j+1] + 1
+			} else {
+				lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+			}
+		}
+	}
 	var sb strings.Builder
-	for i := range max(len(al), len(bl)) {
+	i, j := 0, 0
+	for i < len(al) || j < len(bl) {
 		switch {
-		case i >= len(al):
-			fmt.Fprintf(&sb, "  + %s: %s\n", name, bl[i])
-		case i >= len(bl):
-			fmt.Fprintf(&sb, "  - memory: %s\n", al[i])
-		case al[i] == bl[i]:
+		case i < len(al) && j < len(bl) && al[i] == bl[j]:
 			fmt.Fprintf(&sb, "      %s\n", al[i])
+			i, j = i+1, j+1
+		case j == len(bl) || i < len(al) && lcs[i+1][j] >= lcs[i][j+1]:
+			fmt.Fprintf(&sb, "  - memory: %s\n", al[i])
+			i++
 		default:
-			fmt.Fprintf(&sb, "  - memory: %s\n  + %s: %s\n", al[i], name, bl[i])
+			fmt.Fprintf(&sb, "  + %s: %s\n", name, bl[j])
+			j++
 		}
 	}
 	return strings.TrimRight(sb.String(), "\n")
