@@ -39,6 +39,9 @@ func (c *Client) ConfigureQueue(ctx context.Context, name string, cfg queen.Queu
 			return nil, &queen.ArgumentError{Field: "QueueConfig." + d.f, Reason: "must not be negative"}
 		}
 	}
+	if cfg.LeaseTime > 0 && cfg.LeaseTime < time.Second {
+		return nil, &queen.ArgumentError{Field: "QueueConfig.LeaseTime", Reason: fmt.Sprintf("must be at least 1s, not %v", cfg.LeaseTime)}
+	}
 	if cfg.LeaseTime > queen.MaxLease {
 		return nil, &queen.ArgumentError{Field: "QueueConfig.LeaseTime", Reason: fmt.Sprintf("must be at most %v, not %v", queen.MaxLease, cfg.LeaseTime)}
 	}
