@@ -32,7 +32,7 @@ func (h *handler) ack(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	it := parseAckFields(f, "transactionId is required", "partitionId is required to ensure message uniqueness")
+	it := parseAckFields(f, "transactionId is required", "partitionId is required to ensure message uniqueness", false)
 	if f.err != nil {
 		h.writeError(w, r, f.err)
 		return
@@ -68,7 +68,7 @@ func (h *handler) ackBatch(w http.ResponseWriter, r *http.Request) {
 			break
 		}
 		items[i] = parseAckFields(itf, "Each acknowledgment must have a valid transactionId string",
-			"Each acknowledgment must have a valid partitionId string to ensure message uniqueness")
+			"Each acknowledgment must have a valid partitionId string to ensure message uniqueness", false)
 		if itf.err != nil {
 			f.err = itf.err
 			break

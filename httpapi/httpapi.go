@@ -21,8 +21,10 @@
 // no body, acks always 200 with one result per item, and client mistakes
 // 4xx with a JSON body {"error": "..."}. Bad input never reaches the
 // broker: wrong JSON types, missing fields, non-numeric query values, names
-// over 255 bytes and malformed UUIDs are refused with 400, oversized bodies
-// with 413. Storage failures answer 500 {"error":"internal error"}; the
+// over 255 bytes and malformed UUIDs are refused with 400 (but a
+// transaction's ack naming a partitionId that is not a UUID aborts it with
+// "ACK operation failed: Message not found", as the broker answers an id
+// it never handed out), oversized bodies with 413. Storage failures answer 500 {"error":"internal error"}; the
 // detail goes to [Options.Logger]. Routes of Queen that this broker does
 // not implement (streams, analytics, migration, shared state, the
 // dashboard) answer 404 {"error":"not supported"}.

@@ -197,8 +197,12 @@ type txReply struct {
 
 // parseAckFields reads an ack item (of /ack or a transaction) with the
 // given messages for missing ids; "" stands for "<prefix>transactionId is
-// required" and "<prefix>partitionId is required".
-func parseAckFields(f *fields, missingTx, missingPart string) queen.AckItem {
+// required" and "<prefix>partitionId is required". In a transaction
+// (inTx) a partitionId that is not a UUID is not refused: no broker hands
+// one out, so it names no message, and the transaction is aborted with
+// "ACK operation failed: Message not found" as a Broker answers
+// (queen.TransactionError wrapping queen.ErrNotFound).
+func parseAckFields(f *fields, missingTx, missingPart string, inTx bool) queen.AckItem {
 	if missingTx == "" {
 		missingTx = f.prefix() + "transactionId is required"
 	}
@@ -239,7 +243,7 @@ func parseAckFields(f *fields, missingTx, missingPart string) queen.AckItem {
 	switch {
 	case checkLabel("", it.TransactionID) != nil:
 		f.err = checkLabel(f.prefix()+"transactionId", it.TransactionID)
-	case !isUUID(it.PartitionID):
+	case !inTx && !isUUID(it.PartitionID):
 		f.err = checkUUID(f.prefix()+"partitionId", it.PartitionID)
 	case checkLabel("", it.Group) != nil:
 		f.err = checkLabel(f.prefix()+"consumerGroup", it.Group)
@@ -283,7 +287,7 @@ func (h *handler) transaction(w http.ResponseWriter, r *http.Request) {
 		case op.err != nil:
 			f.err = op.err
 		case typ == "ack":
-			it := parseAckFields(op, "", "")
+			it := parseAckFields(op, "", "", true)
 			ops, types = append(ops, queen.TxOp{Ack: &it}), append(types, "ack")
 		case typ == "push" && op.present("items"):
 			// Each item is one operation.

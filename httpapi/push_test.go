@@ -706,6 +706,14 @@ func TestTransaction(t *testing.T) {
 			map[string]any{"type": "ack", "transactionId": "in-1", "partitionId": pushed["partition_id"], "status": "weird"},
 		}}, http.StatusOK)
 		require.Equal(t, "ACK operation failed: invalid status: weird", res["error"])
+
+		// A partitionId that is not a UUID names no message: the
+		// transaction is aborted as a Broker aborts it, not refused.
+		res = e.obj("POST", "/api/v1/transaction", map[string]any{"operations": []any{
+			map[string]any{"type": "ack", "transactionId": "in-1", "partitionId": "x"},
+		}}, http.StatusOK)
+		require.Equal(t, false, res["success"])
+		require.Equal(t, "ACK operation failed: Message not found", res["error"])
 	})
 
 	t.Run("a refused push aborts everything", func(t *testing.T) {
@@ -746,7 +754,6 @@ func TestTransaction(t *testing.T) {
 			{`{"operations":[{"type":"delete"}]}`, "Unknown operation type: delete"},
 			{`{"operations":[{"type":"ack","partitionId":"0190a0b0-1111-4222-8333-444455556666"}]}`, "operations[0].transactionId is required"},
 			{`{"operations":[{"type":"ack","transactionId":"t"}]}`, "operations[0].partitionId is required"},
-			{`{"operations":[{"type":"ack","transactionId":"t","partitionId":"x"}]}`, "operations[0].partitionId must be a UUID"},
 			{`{"operations":[{"type":"push","items":[{"payload":1}]}]}`, "operations[0].items[0].queue is required"},
 			{`{"operations":[{"type":"push","items":[7]}]}`, "operations[0].items[0] must be an object"},
 			{`{"operations":[{"type":"push","items":{}}]}`, "operations[0].items must be an array"},

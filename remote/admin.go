@@ -39,6 +39,9 @@ func (c *Client) ConfigureQueue(ctx context.Context, name string, cfg queen.Queu
 			return nil, &queen.ArgumentError{Field: "QueueConfig." + d.f, Reason: "must not be negative"}
 		}
 	}
+	if cfg.LeaseTime > 0 && cfg.LeaseTime < time.Second {
+		return nil, &queen.ArgumentError{Field: "QueueConfig.LeaseTime", Reason: fmt.Sprintf("must be at least 1s, not %v", cfg.LeaseTime)}
+	}
 	if cfg.LeaseTime > queen.MaxLease {
 		return nil, &queen.ArgumentError{Field: "QueueConfig.LeaseTime", Reason: fmt.Sprintf("must be at most %v, not %v", queen.MaxLease, cfg.LeaseTime)}
 	}
@@ -302,14 +305,26 @@ func (c *Client) missingRoute(what, ours string) func(string) error {
 	}
 }
 
+// wireGroup is the group as the routes under /api/v1/consumer-groups/
+// name it: the empty group is queue mode there, as in a Broker
+// ("As in PopRequest.Group, an empty group (or QueueModeGroup) is the
+// queue-mode group").
+func wireGroup(group string) string {
+	if group == "" {
+		return queen.QueueModeGroup
+	}
+	return group
+}
+
 // SeekGroup moves a group's cursors on a queue, as
 // [queen.Broker.SeekGroup]: an unknown queue is [queen.ErrNotFound], a
 // group that never popped it [queen.ErrGroupNotFound]. Queen's own server
 // answers both as a seek that moved 0 partitions.
 func (c *Client) SeekGroup(ctx context.Context, group, queue string, opts queen.SeekOptions) (*queen.SeekResult, error) {
-	if group == "" || queue == "" {
-		return nil, &queen.ArgumentError{Field: "group", Reason: "group and queue must not be empty"}
+	if queue == "" {
+		return nil, &queen.ArgumentError{Field: "queue", Reason: "must not be empty"}
 	}
+	group = wireGroup(group)
 	body := map[string]any{"toEnd": true}
 	if !opts.ToEnd && !opts.Timestamp.IsZero() {
 		body = map[string]any{"timestamp": opts.Timestamp.UTC().Format(time.RFC3339Nano)}
@@ -336,6 +351,7 @@ func (c *Client) SeekPartition(ctx context.Context, group, queue, partition stri
 	if !opts.ToEnd && !opts.Timestamp.IsZero() {
 		return nil, fmt.Errorf("%w: seeking one partition to a time over HTTP", queen.ErrUnsupported)
 	}
+	group = wireGroup(group)
 	var out struct {
 		Updated       bool  `json:"updated"`
 		CursorMovedTo int64 `json:"cursorMovedTo"`
@@ -401,9 +417,7 @@ func (c *Client) ListGroups(ctx context.Context, group string) ([]queen.GroupSta
 // [queen.ErrNotFound], a group that never popped it
 // [queen.ErrGroupNotFound] (Queen's own server answers 0 removed).
 func (c *Client) DeleteGroup(ctx context.Context, group, queue string, deleteMetadata bool) (int, error) {
-	if group == "" {
-		return 0, &queen.ArgumentError{Field: "group", Reason: "must not be empty"}
-	}
+	group = wireGroup(group)
 	path := pathOf("/api/v1/consumer-groups/", group)
 	if queue != "" {
 		path = pathOf("/api/v1/consumer-groups/", group, "/queues/", queue)
@@ -423,9 +437,7 @@ func (c *Client) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 // [queen.Broker.SetGroupSubscription]: a group that popped no queue is
 // [queen.ErrGroupNotFound] (Queen's own server answers 0 moved).
 func (c *Client) SetGroupSubscription(ctx context.Context, group string, from time.Time) (int, error) {
-	if group == "" {
-		return 0, &queen.ArgumentError{Field: "group", Reason: "must not be empty"}
-	}
+	group = wireGroup(group)
 	var out struct {
 		RowsUpdated int `json:"rowsUpdated"`
 	}

@@ -86,7 +86,12 @@
 // reports a queue's labels and Priority but not the rest of its Config,
 // nor its Groups (QueueStats has them); QueueStats has no per-partition cursors ([queen.PartitionStats].Cursors
 // is nil); [queen.GroupStats] has no Consumed, LastAckAt or
-// OldestPendingAt; a lease's expiry has millisecond precision. A consume
+// OldestPendingAt; a lease's expiry has millisecond precision. Lease
+// lengths travel in whole seconds, Queen's unit (pop leaseSeconds, queue
+// leaseTime): a [queen.PopRequest].Lease between two seconds is rounded up
+// to the next one (1.5 s leases for 2 s), where a Broker keeps it as
+// given; a Lease or [queen.QueueConfig].LeaseTime under a second is
+// refused with an [*queen.ArgumentError], as by a Broker. A consume
 // loop learns that a message was settled
 // by its handler only when the handler settled it through the same
 // Client.

@@ -207,6 +207,8 @@ func popQuery(req *queen.PopRequest) (string, url.Values, error) {
 		return "", nil, bad("Timeout", "must not be negative")
 	case req.Lease < 0:
 		return "", nil, bad("Lease", "must not be negative")
+	case req.Lease > 0 && req.Lease < time.Second:
+		return "", nil, bad("Lease", fmt.Sprintf("must be at least 1s, not %v", req.Lease))
 	case req.Batch > queen.MaxBatch:
 		return "", nil, bad("Batch", fmt.Sprintf("must be at most %d, not %d", queen.MaxBatch, req.Batch))
 	case req.Partitions > queen.MaxPartitions:
@@ -301,7 +303,10 @@ func waitOf(req *queen.PopRequest) time.Duration {
 // request for the wait plus Options.RequestTimeout. Nothing to deliver is
 // a result with no messages, whichever way the server says it. Against
 // Queen's server a conflating pop is [queen.ErrUnsupported], and messages
-// carry no Offset nor DeliveryAttempt (zero).
+// carry no Offset nor DeliveryAttempt (zero). A Lease travels as Queen's
+// leaseSeconds, whole seconds: one between two seconds is rounded up (a
+// 1.5 s lease holds the messages 2 s); one under a second is refused with
+// an [*queen.ArgumentError] before sending, as by a Broker.
 func (c *Client) Pop(ctx context.Context, req queen.PopRequest) (*queen.PopResult, error) {
 	path, q, err := popQuery(&req)
 	if err != nil {
