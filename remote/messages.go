@@ -163,6 +163,7 @@ type popReply struct {
 	LeaseID           *string        `json:"leaseId"`
 	ConsumerGroup     string         `json:"consumerGroup"`
 	PartitionsClaimed int            `json:"partitionsClaimed"`
+	Conflating        *bool          `json:"conflating"` // ours; absent from Queen's answers
 	Messages          []popMessageJS `json:"messages"`
 }
 
@@ -343,16 +344,22 @@ func (c *Client) Pop(ctx context.Context, req queen.PopRequest) (*queen.PopResul
 		}
 		return nil, &ServerError{Op: "pop", StatusCode: a.status, Message: text}
 	}
+	// The group conflates: as the server says, else as asked (an answer
+	// without the field is Queen's, which never conflates, or older).
+	conflating := req.Conflation
+	if pr.Conflating != nil {
+		conflating = *pr.Conflating
+	}
 	if len(pr.Messages) == 0 {
 		// cmd/queen answers a conflating group's empty pop so; Queen's
 		// server every empty pop.
-		empty.Conflating = req.Conflation
+		empty.Conflating = conflating
 		return empty, nil
 	}
 	res := &queen.PopResult{
 		Queue: firstOf(pr.Queue, req.Queue), Partition: pr.Partition, PartitionID: either(pr.PartitionID, nil),
 		LeaseID: either(pr.LeaseID, nil), ConsumerGroup: firstOf(pr.ConsumerGroup, group),
-		PartitionsClaimed: pr.PartitionsClaimed, Messages: make([]*queen.Message, len(pr.Messages)),
+		PartitionsClaimed: pr.PartitionsClaimed, Conflating: conflating, Messages: make([]*queen.Message, len(pr.Messages)),
 	}
 	for i := range pr.Messages {
 		m := &pr.Messages[i]

@@ -22,11 +22,12 @@ import (
 // queenServer is a fake of Queen's own server: a broker behind httpapi
 // whose answers are rewritten the way Queen's server differs from ours
 // (wire contract, Part C): a push answers 200 with snake_case ids and no
-// offset, an empty pop 200 with {"success":false,...}, popped messages
-// carry no offset, deliveryAttempt or queue, the DLQ listing has no total
-// nor ids, ack answers have no parked field, queue listings and status
-// only Queen's counters (no counts), conflation is ignored, and there is
-// no fetch, replay, delete or parked route.
+// offset, an empty pop 200 with {"success":false,...}, a pop has no
+// conflating field and its messages no offset, deliveryAttempt or queue,
+// the DLQ listing has no total nor ids, ack answers have no parked field,
+// queue listings and status only Queen's counters (no counts),
+// conflation is ignored, and there is no fetch, replay, delete or parked
+// route.
 type queenServer struct {
 	*httptest.Server
 	health atomic.Int32 // GET /health calls
@@ -73,6 +74,7 @@ func newQueenServer(t *testing.T, opts *queen.Options) (*queenServer, *queen.Bro
 		case strings.HasPrefix(path, "/api/v1/pop") && status == http.StatusOK:
 			var pop map[string]any
 			require.NoError(t, json.Unmarshal(body, &pop))
+			delete(pop, "conflating")
 			msgs, _ := pop["messages"].([]any)
 			for _, m := range msgs {
 				for _, k := range []string{"offset", "deliveryAttempt", "queue"} {
