@@ -664,7 +664,9 @@ func TestTransaction(t *testing.T) {
 		require.Regexp(t, uuidRE, res["transactionId"])
 		results := res["results"].([]any)
 		require.Len(t, results, 4)
-		require.Equal(t, map[string]any{"index": 0.0, "type": "ack", "success": true, "transactionId": "in-1", "error": nil, "dlq": false, "parked": false}, results[0])
+		// parked, queueName, partitionName and leaseReleased are ours on acks.
+		require.Equal(t, map[string]any{"index": 0.0, "type": "ack", "success": true, "transactionId": "in-1", "error": nil, "dlq": false, "parked": false,
+			"queueName": "in", "partitionName": "Default", "leaseReleased": true}, results[0])
 		push := results[1].(map[string]any)
 		require.Equal(t, "push", push["type"])
 		require.Equal(t, "out-1", push["transactionId"])
@@ -699,7 +701,8 @@ func TestTransaction(t *testing.T) {
 		require.Equal(t, "ACK operation failed: Message not found", res["error"])
 		results := res["results"].([]any)
 		require.Len(t, results, 2)
-		require.Equal(t, "Message not found", results[1].(map[string]any)["error"])
+		require.Equal(t, map[string]any{"index": 1.0, "type": "ack", "success": false, "transactionId": "missing", "error": "Message not found",
+			"dlq": false, "parked": false, "queueName": "in", "partitionName": "Default", "leaseReleased": false}, results[1])
 		e.fails("GET", "/api/v1/fetch/queue/out/partition/Default", nil, http.StatusNotFound, "not found")
 
 		res = e.obj("POST", "/api/v1/transaction", map[string]any{"operations": []any{
@@ -725,6 +728,9 @@ func TestTransaction(t *testing.T) {
 		require.Equal(t, false, res["success"])
 		require.Equal(t, "PUSH operation failed: queue full", res["error"])
 		require.Len(t, res["results"].([]any), 2)
+		// Pushes are decided first: nothing was gathered for the ack (no
+		// transactionId, no dlq).
+		require.Equal(t, map[string]any{"index": 0.0, "type": "ack", "success": false, "transactionId": "", "error": nil}, res["results"].([]any)[0])
 		// The ack was not applied: the lease still holds the message.
 		ack := e.arr("POST", "/api/v1/ack/batch", map[string]any{"acknowledgments": []any{
 			map[string]any{"transactionId": "in-1", "partitionId": m["partitionId"], "leaseId": m["leaseId"], "status": "completed"},

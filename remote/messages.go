@@ -633,12 +633,14 @@ type txReply struct {
 		Success       bool    `json:"success"`
 		TransactionID string  `json:"transactionId"`
 		Error         *string `json:"error"`
-		DLQ           bool    `json:"dlq"`
+		DLQ           *bool   `json:"dlq"`
 		Parked        bool    `json:"parked"`
+		PartitionName string  `json:"partitionName"` // ours on acks
+		LeaseReleased bool    `json:"leaseReleased"` // ours on acks
 		Status        string  `json:"status"`
 		MessageID     string  `json:"messageId"`
 		PartitionID   string  `json:"partitionId"`
-		QueueName     string  `json:"queueName"`
+		QueueName     string  `json:"queueName"` // on acks ours
 		Offset        *int64  `json:"offset"`
 	} `json:"results"`
 }
@@ -646,7 +648,9 @@ type txReply struct {
 // ExecTransaction runs acks and pushes all or nothing, as
 // [queen.Broker.ExecTransaction]: a refused operation aborts it with a
 // [*queen.TransactionError] naming the operation. Each ack's DeadLettered
-// and Parked are the server's answer, as in [Client.AckBatch]. It is not
+// and Parked are the server's answer, as in [Client.AckBatch]; so are its
+// Queue, Partition and LeaseReleased, which Queen's server does not send
+// in a transaction's answer (they are empty and false there). It is not
 // repeated after a failure past sending.
 func (c *Client) ExecTransaction(ctx context.Context, ops []queen.TxOp) (*queen.TxResult, error) {
 	if len(ops) == 0 {
@@ -698,8 +702,12 @@ func (c *Client) ExecTransaction(ctx context.Context, ops []queen.TxOp) (*queen.
 		o := &out.Results[i]
 		switch {
 		case ops[i].Ack != nil:
-			ar := &queen.AckResult{TransactionID: firstOf(o.TransactionID, ops[i].Ack.TransactionID), Success: o.Success && out.Success,
-				DeadLettered: o.DLQ, Parked: o.Parked}
+			if !out.Success && o.TransactionID == "" && o.DLQ == nil {
+				continue // aborted before this ack was looked at: no result, as a Broker's
+			}
+			ar := &queen.AckResult{TransactionID: firstOf(o.TransactionID, ops[i].Ack.TransactionID), Queue: o.QueueName,
+				Partition: o.PartitionName, Success: o.Success && out.Success, LeaseReleased: o.LeaseReleased && out.Success,
+				DeadLettered: o.DLQ != nil && *o.DLQ, Parked: o.Parked}
 			if text := either(o.Error, nil); text != "" {
 				ar.Success, ar.Err = false, ackError(text)
 			}
