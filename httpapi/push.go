@@ -159,6 +159,9 @@ func (h *handler) pushResultJSON(r *http.Request, i int, res *queen.PushResult) 
 		pr.Offset = &res.Offset // not a copy: one allocation fewer per item
 		pr.MessageID, pr.PartitionID, pr.TraceID = nullString(res.MessageID), nullString(res.PartitionID), nullString(res.TraceID)
 	default:
+		// Ours: a failed item still names its partition and trace (Queen's
+		// server sends neither).
+		pr.PartitionID, pr.TraceID = nullString(res.PartitionID), nullString(res.TraceID)
 		pr.Error = "internal error"
 		if errors.Is(res.Err, queen.ErrQueueFull) {
 			pr.Error = "queue full"

@@ -80,12 +80,16 @@ func TestPush(t *testing.T) {
 		t.Parallel()
 		e := setup(t, nil, nil)
 		e.obj("POST", "/api/v1/configure", map[string]any{"queue": "small", "options": map[string]any{"maxSize": 1}}, http.StatusOK)
-		res := e.arr("POST", "/api/v1/push", `{"items":[{"queue":"small"},{"queue":"small"}]}`, http.StatusCreated)
+		res := e.arr("POST", "/api/v1/push", `{"items":[{"queue":"small"},{"queue":"small","traceId":"5f0c7e4a-1b2c-4d3e-8f90-a1b2c3d4e5f6"}]}`,
+			http.StatusCreated)
 		require.Equal(t, "queued", res[0].(map[string]any)["status"])
 		failed := res[1].(map[string]any)
 		require.Equal(t, "failed", failed["status"])
 		require.Equal(t, "queue full", failed["error"])
 		require.Nil(t, failed["message_id"])
+		// Ours: the partition and trace of the failed item (Queen sends neither).
+		require.Equal(t, res[0].(map[string]any)["partition_id"], failed["partition_id"])
+		require.Equal(t, "5f0c7e4a-1b2c-4d3e-8f90-a1b2c3d4e5f6", failed["trace_id"])
 	})
 
 	t.Run("refuses bad input and writes nothing", func(t *testing.T) {

@@ -76,6 +76,9 @@ func (p *pushResultJSON) result(it *pushItemJSON) queen.PushResult {
 	default:
 		r.Status = queen.PushFailed
 		r.Err = pushError(either(p.Error, nil))
+		if r.TraceID == "" { // Queen's server names no trace for a failed item: the one sent
+			r.TraceID = it.TraceID
+		}
 	}
 	return r
 }
@@ -119,7 +122,8 @@ func wireItems(items []queen.PushItem, field func(i int) string) ([]pushItemJSON
 // Push stores messages, as [queen.Broker.Push]. Items without a
 // TransactionID get one here (UUIDv7), so the push is safe to repeat. An
 // item the server refused is reported in its result (PushFailed, with
-// [queen.ErrQueueFull] for a full queue).
+// [queen.ErrQueueFull] for a full queue); against Queen's server, which
+// does not name them, its PartitionID is empty and its TraceID the item's.
 func (c *Client) Push(ctx context.Context, items []queen.PushItem) ([]queen.PushResult, error) {
 	wire, err := wireItems(items, func(i int) string { return "PushItem[" + strconv.Itoa(i) + "]" })
 	if err != nil {
