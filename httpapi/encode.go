@@ -60,6 +60,8 @@ func appendPopReply(b []byte, r *popReply) []byte {
 	b = appendJSONString(b, r.ConsumerGroup)
 	b = append(b, `,"partitionsClaimed":`...)
 	b = strconv.AppendInt(b, int64(r.PartitionsClaimed), 10)
+	b = append(b, `,"conflating":`...)
+	b = strconv.AppendBool(b, r.Conflating)
 	b = append(b, `,"messages":`...)
 	if r.Messages == nil {
 		b = append(b, "null"...)

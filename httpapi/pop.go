@@ -19,6 +19,7 @@ type popReply struct {
 	LeaseID           string       `json:"leaseId"`
 	ConsumerGroup     string       `json:"consumerGroup"`
 	PartitionsClaimed int          `json:"partitionsClaimed"`
+	Conflating        bool         `json:"conflating"` // ours: the group conflates
 	Messages          []popMessage `json:"messages"`
 }
 
@@ -167,7 +168,7 @@ func (h *handler) pop(w http.ResponseWriter, r *http.Request, req queen.PopReque
 	}
 	reply := popReply{Success: true, Queue: res.Queue, Partition: res.Partition, PartitionID: res.PartitionID,
 		LeaseID: res.LeaseID, ConsumerGroup: res.ConsumerGroup, PartitionsClaimed: res.PartitionsClaimed,
-		Messages: make([]popMessage, len(res.Messages))}
+		Conflating: res.Conflating, Messages: make([]popMessage, len(res.Messages))}
 	for i, m := range res.Messages {
 		reply.Messages[i] = popMessage{
 			ID: m.ID, TransactionID: m.TransactionID, PartitionID: m.PartitionID, Partition: m.Partition, Queue: m.Queue,

@@ -159,6 +159,9 @@ func (h *handler) pushResultJSON(r *http.Request, i int, res *queen.PushResult) 
 		pr.Offset = &res.Offset // not a copy: one allocation fewer per item
 		pr.MessageID, pr.PartitionID, pr.TraceID = nullString(res.MessageID), nullString(res.PartitionID), nullString(res.TraceID)
 	default:
+		// Ours: a failed item still names its partition and trace (Queen's
+		// server sends neither).
+		pr.PartitionID, pr.TraceID = nullString(res.PartitionID), nullString(res.TraceID)
 		pr.Error = "internal error"
 		if errors.Is(res.Err, queen.ErrQueueFull) {
 			pr.Error = "queue full"
@@ -176,15 +179,27 @@ type txResult struct {
 	Success       bool       `json:"success"`
 	TransactionID string     `json:"transactionId"`
 	Error         nullString `json:"error"`
-	// ack; parked is ours (queen.AckResult.Parked)
-	DLQ    *bool `json:"dlq,omitempty"`
-	Parked *bool `json:"parked,omitempty"`
-	// push
+	// ack; parked is ours (queen.AckResult.Parked), and so are, on acks,
+	// queueName, partitionName and leaseReleased (named as in the ack
+	// answers). An ack the broker gathered nothing for (an abort before
+	// it) has none of dlq, parked, leaseReleased nor a transactionId.
+	DLQ           *bool  `json:"dlq,omitempty"`
+	Parked        *bool  `json:"parked,omitempty"`
+	PartitionName string `json:"partitionName,omitempty"`
+	LeaseReleased *bool  `json:"leaseReleased,omitempty"`
+	// push (and ack, see above)
 	Status      string `json:"status,omitempty"`
 	MessageID   string `json:"messageId,omitempty"`
 	PartitionID string `json:"partitionId,omitempty"`
 	QueueName   string `json:"queueName,omitempty"`
 	Offset      *int64 `json:"offset,omitempty"`
+}
+
+// ackOf fills the ack fields of tr from a.
+func (tr *txResult) ackOf(a *queen.AckResult) {
+	dlq, parked, released := a.DeadLettered, a.Parked, a.LeaseReleased
+	tr.TransactionID, tr.DLQ, tr.Parked, tr.LeaseReleased = a.TransactionID, &dlq, &parked, &released
+	tr.QueueName, tr.PartitionName = a.Queue, a.Partition
 }
 
 // txReply is the transaction reply; error is absent on success.
@@ -344,9 +359,8 @@ func (h *handler) transaction(w http.ResponseWriter, r *http.Request) {
 		for i := range res.Results {
 			tr := txResult{Index: i, Type: types[i]}
 			if a := res.Results[i].Ack; a != nil {
-				tr.TransactionID, tr.Error = a.TransactionID, nullString(ackErrorText(a.Err))
-				no := false
-				tr.DLQ, tr.Parked = &no, &no
+				tr.ackOf(a)
+				tr.Error = nullString(ackErrorText(a.Err))
 			} else if ops[i].Push != nil {
 				tr.TransactionID = ops[i].Push.TransactionID
 			}
@@ -363,8 +377,7 @@ func (h *handler) transaction(w http.ResponseWriter, r *http.Request) {
 		tr := txResult{Index: i, Type: types[i], Success: true}
 		switch {
 		case or.Ack != nil:
-			dlq, parked := or.Ack.DeadLettered, or.Ack.Parked
-			tr.TransactionID, tr.DLQ, tr.Parked = or.Ack.TransactionID, &dlq, &parked
+			tr.ackOf(or.Ack)
 		case or.Push != nil:
 			p := h.pushResultJSON(r, i, or.Push)
 			tr.TransactionID, tr.Status, tr.MessageID = p.TransactionID, p.Status, string(p.MessageID)

@@ -80,12 +80,16 @@ func TestPush(t *testing.T) {
 		t.Parallel()
 		e := setup(t, nil, nil)
 		e.obj("POST", "/api/v1/configure", map[string]any{"queue": "small", "options": map[string]any{"maxSize": 1}}, http.StatusOK)
-		res := e.arr("POST", "/api/v1/push", `{"items":[{"queue":"small"},{"queue":"small"}]}`, http.StatusCreated)
+		res := e.arr("POST", "/api/v1/push", `{"items":[{"queue":"small"},{"queue":"small","traceId":"5f0c7e4a-1b2c-4d3e-8f90-a1b2c3d4e5f6"}]}`,
+			http.StatusCreated)
 		require.Equal(t, "queued", res[0].(map[string]any)["status"])
 		failed := res[1].(map[string]any)
 		require.Equal(t, "failed", failed["status"])
 		require.Equal(t, "queue full", failed["error"])
 		require.Nil(t, failed["message_id"])
+		// Ours: the partition and trace of the failed item (Queen sends neither).
+		require.Equal(t, res[0].(map[string]any)["partition_id"], failed["partition_id"])
+		require.Equal(t, "5f0c7e4a-1b2c-4d3e-8f90-a1b2c3d4e5f6", failed["trace_id"])
 	})
 
 	t.Run("refuses bad input and writes nothing", func(t *testing.T) {
@@ -664,7 +668,9 @@ func TestTransaction(t *testing.T) {
 		require.Regexp(t, uuidRE, res["transactionId"])
 		results := res["results"].([]any)
 		require.Len(t, results, 4)
-		require.Equal(t, map[string]any{"index": 0.0, "type": "ack", "success": true, "transactionId": "in-1", "error": nil, "dlq": false, "parked": false}, results[0])
+		// parked, queueName, partitionName and leaseReleased are ours on acks.
+		require.Equal(t, map[string]any{"index": 0.0, "type": "ack", "success": true, "transactionId": "in-1", "error": nil, "dlq": false, "parked": false,
+			"queueName": "in", "partitionName": "Default", "leaseReleased": true}, results[0])
 		push := results[1].(map[string]any)
 		require.Equal(t, "push", push["type"])
 		require.Equal(t, "out-1", push["transactionId"])
@@ -699,7 +705,8 @@ func TestTransaction(t *testing.T) {
 		require.Equal(t, "ACK operation failed: Message not found", res["error"])
 		results := res["results"].([]any)
 		require.Len(t, results, 2)
-		require.Equal(t, "Message not found", results[1].(map[string]any)["error"])
+		require.Equal(t, map[string]any{"index": 1.0, "type": "ack", "success": false, "transactionId": "missing", "error": "Message not found",
+			"dlq": false, "parked": false, "queueName": "in", "partitionName": "Default", "leaseReleased": false}, results[1])
 		e.fails("GET", "/api/v1/fetch/queue/out/partition/Default", nil, http.StatusNotFound, "not found")
 
 		res = e.obj("POST", "/api/v1/transaction", map[string]any{"operations": []any{
@@ -733,6 +740,9 @@ func TestTransaction(t *testing.T) {
 		require.Equal(t, false, res["success"])
 		require.Equal(t, "PUSH operation failed: queue full", res["error"])
 		require.Len(t, res["results"].([]any), 2)
+		// Pushes are decided first: nothing was gathered for the ack (no
+		// transactionId, no dlq).
+		require.Equal(t, map[string]any{"index": 0.0, "type": "ack", "success": false, "transactionId": "", "error": nil}, res["results"].([]any)[0])
 		// The ack was not applied: the lease still holds the message.
 		ack := e.arr("POST", "/api/v1/ack/batch", map[string]any{"acknowledgments": []any{
 			map[string]any{"transactionId": "in-1", "partitionId": m["partitionId"], "leaseId": m["leaseId"], "status": "completed"},

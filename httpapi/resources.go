@@ -19,7 +19,8 @@ type counts = wire.QueenCounts
 
 // queueSummary is a queue in the listings. Counts, ours, are the broker's
 // own counts, which Queen's counters in Messages cannot always be read
-// back into (see package wire).
+// back into (see package wire); DefaultPartitionID ("" before the Default
+// partition exists) and Groups (by name, [] when none) are ours too.
 type queueSummary struct {
 	ID         string      `json:"id"`
 	Name       string      `json:"name"`
@@ -30,12 +31,17 @@ type queueSummary struct {
 	Partitions int         `json:"partitions"`
 	Messages   counts      `json:"messages"`
 	Counts     wire.Counts `json:"counts"`
+	// DefaultPartitionID is the id of the Default partition; ours.
+	DefaultPartitionID string `json:"defaultPartitionId"`
+	// Groups are the queue's consumer groups by name; ours.
+	Groups []string `json:"groups"`
 }
 
 func summaryOf(qs *queen.QueueStats) queueSummary {
 	c := wire.QueueCounts(qs)
 	return queueSummary{ID: qs.ID, Name: qs.Name, Namespace: qs.Config.Namespace, Task: qs.Config.Task, Priority: qs.Config.Priority,
-		CreatedAt: msTime(qs.CreatedAt), Partitions: qs.PartitionN, Messages: c.Queen(), Counts: c}
+		CreatedAt: msTime(qs.CreatedAt), Partitions: qs.PartitionN, Messages: c.Queen(), Counts: c,
+		DefaultPartitionID: qs.DefaultPartitionID, Groups: append([]string{}, qs.Groups...)}
 }
 
 // listedQueues lists queues newest first, filtered by the namespace and

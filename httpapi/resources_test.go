@@ -45,6 +45,11 @@ func TestResources(t *testing.T) {
 		// Ours: the broker's counts (queen.QueueStats), which Queen's
 		// counters cannot always be read back into.
 		require.Equal(t, map[string]any{"messages": 3.0, "pending": 2.0, "inFlight": 1.0, "deadLetters": 1.0}, orders["counts"])
+		// Ours: the Default partition's id and the consumer groups by name.
+		require.Regexp(t, uuidRE, orders["defaultPartitionId"])
+		require.Regexp(t, uuidRE, first["defaultPartitionId"])
+		require.Equal(t, []any{queen.QueueModeGroup}, orders["groups"])
+		require.Equal(t, []any{}, first["groups"])
 		res = e.obj("GET", "/api/v1/resources/queues?namespace=shop&task=mail&limit=10&offset=0", nil, http.StatusOK)
 		require.Len(t, res["queues"], 1)
 		e.fails("GET", "/api/v1/resources/queues?limit=ten", nil, http.StatusBadRequest, "limit must be a number")

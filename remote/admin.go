@@ -196,7 +196,8 @@ func (c *Client) QueueStats(ctx context.Context, name string) (*queen.QueueStats
 
 // ListQueues describes every queue by name, as [queen.Broker.ListQueues];
 // each Config holds only the labels and Priority. The counts are read as in
-// [Client.QueueStats].
+// [Client.QueueStats]. Against Queen's server, whose listing has neither,
+// DefaultPartitionID and Groups are empty.
 func (c *Client) ListQueues(ctx context.Context) ([]queen.QueueStats, error) {
 	var out struct {
 		Queues []struct {
@@ -209,6 +210,9 @@ func (c *Client) ListQueues(ctx context.Context) ([]queen.QueueStats, error) {
 			Partitions int              `json:"partitions"`
 			Messages   wire.QueenCounts `json:"messages"`
 			Counts     *wire.Counts     `json:"counts"` // ours
+			// Ours; absent from Queen's server, where they stay empty.
+			DefaultPartitionID string   `json:"defaultPartitionId"`
+			Groups             []string `json:"groups"`
 		} `json:"queues"`
 	}
 	r := &request{op: "list queues", method: http.MethodGet, path: "/api/v1/resources/queues", safe: true}
@@ -218,9 +222,12 @@ func (c *Client) ListQueues(ctx context.Context) ([]queen.QueueStats, error) {
 	qs := make([]queen.QueueStats, 0, len(out.Queues))
 	for _, q := range out.Queues {
 		st := queen.QueueStats{
-			QueueInfo: queen.QueueInfo{Name: q.Name, ID: q.ID, CreatedAt: timeOf(q.CreatedAt),
+			QueueInfo: queen.QueueInfo{Name: q.Name, ID: q.ID, CreatedAt: timeOf(q.CreatedAt), DefaultPartitionID: q.DefaultPartitionID,
 				Config: queen.QueueConfig{Namespace: str(q.Namespace), Task: str(q.Task), Priority: q.Priority}},
 			PartitionN: q.Partitions,
+		}
+		if len(q.Groups) > 0 { // nil when none, as a Broker's
+			st.Groups = q.Groups
 		}
 		countsOf(q.Counts, q.Messages).SetQueue(&st)
 		qs = append(qs, st)

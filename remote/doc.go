@@ -66,7 +66,8 @@
 // not send are zero: [queen.Message.Offset] and
 // [queen.Message.DeliveryAttempt] (a [queen.RetryPolicy] then counts the
 // attempts this process saw), [queen.PushResult.Offset],
-// [queen.DeadLetter.ID] and Offset, and [queen.LetterPage.Total]. It
+// [queen.DeadLetter.ID] and Offset, [queen.LetterPage.Total], and the
+// DefaultPartitionID and Groups of ListQueues' entries. It
 // ignores an ack's Delay, so a retry policy's back-off does not hold the
 // message back there. [queen.AckResult].Parked is what the server says
 // (the ack's parked field), never guessed from the status sent: a server
@@ -83,8 +84,8 @@
 //
 // A few answers are thinner than in process, on every server: the
 // [queen.QueueInfo] of ConfigureQueue has no CreatedAt; ListQueues
-// reports a queue's labels and Priority but not the rest of its Config,
-// nor its Groups (QueueStats has them); QueueStats has no per-partition cursors ([queen.PartitionStats].Cursors
+// reports a queue's labels and Priority but not the rest of its Config;
+// QueueStats has no per-partition cursors ([queen.PartitionStats].Cursors
 // is nil); [queen.GroupStats] has no Consumed, LastAckAt or
 // OldestPendingAt; a lease's expiry has millisecond precision. Lease
 // lengths travel in whole seconds, Queen's unit (pop leaseSeconds, queue

@@ -76,6 +76,9 @@ func (p *pushResultJSON) result(it *pushItemJSON) queen.PushResult {
 	default:
 		r.Status = queen.PushFailed
 		r.Err = pushError(either(p.Error, nil))
+		if r.TraceID == "" { // Queen's server names no trace for a failed item: the one sent
+			r.TraceID = it.TraceID
+		}
 	}
 	return r
 }
@@ -119,7 +122,8 @@ func wireItems(items []queen.PushItem, field func(i int) string) ([]pushItemJSON
 // Push stores messages, as [queen.Broker.Push]. Items without a
 // TransactionID get one here (UUIDv7), so the push is safe to repeat. An
 // item the server refused is reported in its result (PushFailed, with
-// [queen.ErrQueueFull] for a full queue).
+// [queen.ErrQueueFull] for a full queue); against Queen's server, which
+// does not name them, its PartitionID is empty and its TraceID the item's.
 func (c *Client) Push(ctx context.Context, items []queen.PushItem) ([]queen.PushResult, error) {
 	wire, err := wireItems(items, func(i int) string { return "PushItem[" + strconv.Itoa(i) + "]" })
 	if err != nil {
@@ -163,6 +167,7 @@ type popReply struct {
 	LeaseID           *string        `json:"leaseId"`
 	ConsumerGroup     string         `json:"consumerGroup"`
 	PartitionsClaimed int            `json:"partitionsClaimed"`
+	Conflating        *bool          `json:"conflating"` // ours; absent from Queen's answers
 	Messages          []popMessageJS `json:"messages"`
 }
 
@@ -348,16 +353,22 @@ func (c *Client) Pop(ctx context.Context, req queen.PopRequest) (*queen.PopResul
 		}
 		return nil, &ServerError{Op: "pop", StatusCode: a.status, Message: text}
 	}
+	// The group conflates: as the server says, else as asked (an answer
+	// without the field is Queen's, which never conflates, or older).
+	conflating := req.Conflation
+	if pr.Conflating != nil {
+		conflating = *pr.Conflating
+	}
 	if len(pr.Messages) == 0 {
 		// cmd/queen answers a conflating group's empty pop so; Queen's
 		// server every empty pop.
-		empty.Conflating = req.Conflation
+		empty.Conflating = conflating
 		return empty, nil
 	}
 	res := &queen.PopResult{
 		Queue: firstOf(pr.Queue, req.Queue), Partition: pr.Partition, PartitionID: either(pr.PartitionID, nil),
 		LeaseID: either(pr.LeaseID, nil), ConsumerGroup: firstOf(pr.ConsumerGroup, group),
-		PartitionsClaimed: pr.PartitionsClaimed, Messages: make([]*queen.Message, len(pr.Messages)),
+		PartitionsClaimed: pr.PartitionsClaimed, Conflating: conflating, Messages: make([]*queen.Message, len(pr.Messages)),
 	}
 	for i := range pr.Messages {
 		m := &pr.Messages[i]
@@ -631,12 +642,14 @@ type txReply struct {
 		Success       bool    `json:"success"`
 		TransactionID string  `json:"transactionId"`
 		Error         *string `json:"error"`
-		DLQ           bool    `json:"dlq"`
+		DLQ           *bool   `json:"dlq"`
 		Parked        bool    `json:"parked"`
+		PartitionName string  `json:"partitionName"` // ours on acks
+		LeaseReleased bool    `json:"leaseReleased"` // ours on acks
 		Status        string  `json:"status"`
 		MessageID     string  `json:"messageId"`
 		PartitionID   string  `json:"partitionId"`
-		QueueName     string  `json:"queueName"`
+		QueueName     string  `json:"queueName"` // on acks ours
 		Offset        *int64  `json:"offset"`
 	} `json:"results"`
 }
@@ -644,7 +657,9 @@ type txReply struct {
 // ExecTransaction runs acks and pushes all or nothing, as
 // [queen.Broker.ExecTransaction]: a refused operation aborts it with a
 // [*queen.TransactionError] naming the operation. Each ack's DeadLettered
-// and Parked are the server's answer, as in [Client.AckBatch]. It is not
+// and Parked are the server's answer, as in [Client.AckBatch]; so are its
+// Queue, Partition and LeaseReleased, which Queen's server does not send
+// in a transaction's answer (they are empty and false there). It is not
 // repeated after a failure past sending.
 func (c *Client) ExecTransaction(ctx context.Context, ops []queen.TxOp) (*queen.TxResult, error) {
 	if len(ops) == 0 {
@@ -696,8 +711,12 @@ func (c *Client) ExecTransaction(ctx context.Context, ops []queen.TxOp) (*queen.
 		o := &out.Results[i]
 		switch {
 		case ops[i].Ack != nil:
-			ar := &queen.AckResult{TransactionID: firstOf(o.TransactionID, ops[i].Ack.TransactionID), Success: o.Success && out.Success,
-				DeadLettered: o.DLQ, Parked: o.Parked}
+			if !out.Success && o.TransactionID == "" && o.DLQ == nil {
+				continue // aborted before this ack was looked at: no result, as a Broker's
+			}
+			ar := &queen.AckResult{TransactionID: firstOf(o.TransactionID, ops[i].Ack.TransactionID), Queue: o.QueueName,
+				Partition: o.PartitionName, Success: o.Success && out.Success, LeaseReleased: o.LeaseReleased && out.Success,
+				DeadLettered: o.DLQ != nil && *o.DLQ, Parked: o.Parked}
 			if text := either(o.Error, nil); text != "" {
 				ar.Success, ar.Err = false, ackError(text)
 			}

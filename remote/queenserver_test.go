@@ -22,11 +22,14 @@ import (
 // queenServer is a fake of Queen's own server: a broker behind httpapi
 // whose answers are rewritten the way Queen's server differs from ours
 // (wire contract, Part C): a push answers 200 with snake_case ids and no
-// offset, an empty pop 200 with {"success":false,...}, popped messages
-// carry no offset, deliveryAttempt or queue, the DLQ listing has no total
-// nor ids, ack answers have no parked field, queue listings and status
-// only Queen's counters (no counts), conflation is ignored, and there is
-// no fetch, replay, delete or parked route.
+// offset (a failed item no partition_id nor trace_id), an empty pop 200
+// with {"success":false,...}, a pop has no conflating field and its
+// messages no offset, deliveryAttempt or queue, the DLQ listing has no
+// total nor ids, ack answers have no parked field (nor a transaction's
+// acks queueName, partitionName or leaseReleased), queue listings and
+// status only Queen's counters (no counts), the listings no
+// defaultPartitionId nor groups, conflation is ignored, and there is no
+// fetch, replay, delete or parked route.
 type queenServer struct {
 	*httptest.Server
 	health atomic.Int32 // GET /health calls
@@ -66,6 +69,10 @@ func newQueenServer(t *testing.T, opts *queen.Options) (*queenServer, *queen.Bro
 				for _, k := range []string{"transactionId", "offset", "partition"} {
 					delete(it, k)
 				}
+				if it["status"] == "failed" {
+					delete(it, "partition_id")
+					delete(it, "trace_id")
+				}
 			}
 			status, body = http.StatusOK, mustJSON(t, items)
 		case strings.HasPrefix(path, "/api/v1/pop") && status == http.StatusNoContent:
@@ -73,6 +80,7 @@ func newQueenServer(t *testing.T, opts *queen.Options) (*queenServer, *queen.Bro
 		case strings.HasPrefix(path, "/api/v1/pop") && status == http.StatusOK:
 			var pop map[string]any
 			require.NoError(t, json.Unmarshal(body, &pop))
+			delete(pop, "conflating")
 			msgs, _ := pop["messages"].([]any)
 			for _, m := range msgs {
 				for _, k := range []string{"offset", "deliveryAttempt", "queue"} {
@@ -91,13 +99,26 @@ func newQueenServer(t *testing.T, opts *queen.Options) (*queenServer, *queen.Bro
 			var reply map[string]any
 			require.NoError(t, json.Unmarshal(body, &reply))
 			for _, it := range reply["results"].([]any) {
-				delete(it.(map[string]any), "parked")
+				it := it.(map[string]any)
+				delete(it, "parked")
+				if it["type"] == "ack" {
+					for _, k := range []string{"queueName", "partitionName", "leaseReleased"} {
+						delete(it, k)
+					}
+				}
 			}
 			body = mustJSON(t, reply)
 		case (path == "/api/v1/resources/queues" || strings.HasPrefix(path, "/api/v1/status/queues")) && status == http.StatusOK:
 			var v any
 			require.NoError(t, json.Unmarshal(body, &v))
 			dropKey(v, "counts")
+			if list, ok := v.(map[string]any)["queues"].([]any); ok {
+				for _, q := range list {
+					for _, k := range []string{"defaultPartitionId", "groups"} {
+						delete(q.(map[string]any), k)
+					}
+				}
+			}
 			body = mustJSON(t, v)
 		case path == "/api/v1/dlq" && status == http.StatusOK:
 			var page map[string]any
@@ -390,4 +411,45 @@ func TestQueenServer_StatsFromQueenCounters(t *testing.T) {
 	require.EqualValues(t, 3, st.Pending)
 	require.EqualValues(t, 5, st.InFlight)
 	check(3, 5, "two groups over the same messages: Pending bounded by Messages")
+}
+
+// Against Queen's server, what only cmd/queen sends falls back: a failed
+// push item has no PartitionID and the item's TraceID, a transaction's
+// acks no Queue, Partition nor LeaseReleased, ListQueues no
+// DefaultPartitionID nor Groups.
+func TestQueenServer_FieldsOnlyOursSend(t *testing.T) {
+	t.Parallel()
+	c, _, _ := dialQueen(t, nil)
+	ctx := context.Background()
+	_, err := c.ConfigureQueue(ctx, "full", queen.QueueConfig{MaxSize: 1})
+	require.NoError(t, err)
+	const trace = "5f0c7e4a-1b2c-4d3e-8f90-a1b2c3d4e5f6"
+	res, err := c.Push(ctx, []queen.PushItem{
+		{Queue: "full", Payload: json.RawMessage(`1`)},
+		{Queue: "full", TraceID: trace, Payload: json.RawMessage(`2`)},
+	})
+	require.NoError(t, err)
+	require.ErrorIs(t, res[1].Err, queen.ErrQueueFull)
+	require.Empty(t, res[1].PartitionID, "not sent")
+	require.Equal(t, trace, res[1].TraceID, "the item's")
+
+	p, err := c.Pop(ctx, queen.PopRequest{Queue: "full", Group: "g", SubscriptionMode: queen.SubscriptionModeAll})
+	require.NoError(t, err)
+	require.Len(t, p.Messages, 1)
+	require.False(t, p.Conflating, "not sent: as asked")
+	m := p.Messages[0]
+	tx, err := c.ExecTransaction(ctx, []queen.TxOp{{Ack: &queen.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID,
+		LeaseID: p.LeaseID, Group: "g"}}})
+	require.NoError(t, err)
+	a := tx.Results[0].Ack
+	require.True(t, a.Success)
+	require.Empty(t, a.Queue, "not sent")
+	require.Empty(t, a.Partition, "not sent")
+	require.False(t, a.LeaseReleased, "not sent")
+
+	qs, err := c.ListQueues(ctx)
+	require.NoError(t, err)
+	require.Len(t, qs, 1)
+	require.Empty(t, qs[0].DefaultPartitionID, "not sent")
+	require.Nil(t, qs[0].Groups, "not sent")
 }
