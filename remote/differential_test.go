@@ -64,9 +64,7 @@ var (
 //  10. remote.Client.QueueStats and ListQueues add the wire's processing
 //     count (every group's leased messages) back to its pending count, so
 //     Pending is too high when several groups hold leases.
-//  11. Payloads do not travel byte for byte over HTTP: remote.Client.Push
-//     sends them compacted and with <, > and & escaped, and that is what
-//     the broker behind stores and every backend then returns.
+//  11. (Fixed: payloads travel byte for byte over HTTP.)
 //  12. Timestamps other than a pop's travel with millisecond precision
 //     (dead letters' CreatedAt and FailedAt, among others); the package
 //     doc of remote says so of a lease's expiry only. (The fake clock
