@@ -417,10 +417,8 @@ func (x *dex) opAdvance(r *rand.Rand) {
 	switch r.IntN(30) {
 	case 0:
 		d = 2 * time.Hour
-	case 1:
-		if !knownOpen() { // divergence 12
-			d = 1500 * time.Microsecond
-		}
+	case 1: // fractions of a millisecond (divergence 12)
+		d = 1500 * time.Microsecond
 	}
 	x.d.emit("d.advance(%s)", gdur(d))
 	x.d.advance(d)
