@@ -1,12 +1,12 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/verbatim"
 	"github.com/queenlite/queen/internal/wire"
 )
 
@@ -139,12 +139,12 @@ func (h *handler) deleteQueue(w http.ResponseWriter, r *http.Request) {
 
 // fetchRecord is one message read by offset.
 type fetchRecord struct {
-	Offset        int64           `json:"offset"`
-	ID            string          `json:"id"`
-	TransactionID string          `json:"transactionId"`
-	Data          json.RawMessage `json:"data"`
-	CreatedAt     usTime          `json:"createdAt"`
-	TraceID       nullString      `json:"traceId"`
+	Offset        int64         `json:"offset"`
+	ID            string        `json:"id"`
+	TransactionID string        `json:"transactionId"`
+	Data          verbatim.JSON `json:"data"`
+	CreatedAt     usTime        `json:"createdAt"`
+	TraceID       nullString    `json:"traceId"`
 }
 
 // fetch serves GET /api/v1/fetch/queue/{queue}/partition/{partition}: a
@@ -186,22 +186,22 @@ func (h *handler) fetch(w http.ResponseWriter, r *http.Request) {
 
 // letter is a dead-letter or parked entry on the wire.
 type letter struct {
-	DeadLetterID  string          `json:"deadLetterId"`
-	ParkedID      string          `json:"parkedId,omitempty"`
-	ID            string          `json:"id"`
-	TransactionID string          `json:"transactionId"`
-	PartitionID   nullString      `json:"partitionId"`
-	Queue         string          `json:"queue"`
-	Partition     string          `json:"partition"`
-	ConsumerGroup string          `json:"consumerGroup"`
-	ErrorMessage  nullString      `json:"errorMessage"`
-	RetryCount    int             `json:"retryCount"`
-	Data          json.RawMessage `json:"data"`
-	TraceID       nullString      `json:"traceId"`
-	ProducerSub   nullString      `json:"producerSub"`
-	CreatedAt     msTime          `json:"createdAt"`
-	FailedAt      msTime          `json:"failedAt"`
-	Offset        int64           `json:"offset"`
+	DeadLetterID  string        `json:"deadLetterId"`
+	ParkedID      string        `json:"parkedId,omitempty"`
+	ID            string        `json:"id"`
+	TransactionID string        `json:"transactionId"`
+	PartitionID   nullString    `json:"partitionId"`
+	Queue         string        `json:"queue"`
+	Partition     string        `json:"partition"`
+	ConsumerGroup string        `json:"consumerGroup"`
+	ErrorMessage  nullString    `json:"errorMessage"`
+	RetryCount    int           `json:"retryCount"`
+	Data          verbatim.JSON `json:"data"`
+	TraceID       nullString    `json:"traceId"`
+	ProducerSub   nullString    `json:"producerSub"`
+	CreatedAt     msTime        `json:"createdAt"`
+	FailedAt      msTime        `json:"failedAt"`
+	Offset        int64         `json:"offset"`
 }
 
 // listLetters serves GET /api/v1/dlq and GET /api/v1/parked.

@@ -7,14 +7,16 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/queenlite/queen/internal/verbatim"
 )
 
 // The replies of the hot routes (pop, ack) are written by hand into pooled
 // buffers instead of through encoding/json's reflection: the bytes are
-// exactly those json.Marshal writes for popReply and []ackResult (same
-// member order, escaping and number forms; TestEncode_* compare the two),
-// and a stored payload, valid JSON by construction, is copied through as
-// it is whenever json.Marshal would leave it unchanged.
+// exactly those verbatim.Marshal writes for popReply and []ackResult (same
+// member order, escaping and number forms; TestEncode_* compare the two):
+// json.Marshal's, but with a stored payload, valid JSON by construction,
+// copied through as it is.
 
 // bufPool holds reply buffers. Buffers that grew past maxPooledBuf (a pop
 // of large payloads) are left to the garbage collector.
@@ -44,7 +46,7 @@ func writeRaw(w http.ResponseWriter, status int, buf *[]byte) {
 // getBuf takes an empty buffer from the pool.
 func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
 
-// appendPopReply appends r as json.Marshal writes it.
+// appendPopReply appends r as verbatim.Marshal writes it.
 func appendPopReply(b []byte, r *popReply) []byte {
 	b = append(b, `{"success":`...)
 	b = strconv.AppendBool(b, r.Success)
@@ -255,66 +257,11 @@ var plainInString = func() (t [256]bool) {
 }()
 
 // appendRawJSON appends a stored payload (payload() has turned an empty
-// one into null) as json.Marshal writes a json.RawMessage: compacted, with
-// <, >, &, U+2028 and U+2029 escaped. A payload that needs neither is
-// copied as it is.
-func appendRawJSON(b []byte, p json.RawMessage) []byte {
-	if !rawNeedsRewrite(p) {
-		return append(b, p...)
-	}
-	q, err := json.Marshal(p)
-	if err != nil { // not valid JSON: cannot be stored; write it as it is
-		return append(b, p...)
-	}
-	return append(b, q...)
+// one into null) as it is, as verbatim.Marshal writes it: a payload is
+// stored and returned byte for byte, and it is valid JSON (checked at
+// push), so its whitespace and its <, >, & are legal in the reply as they
+// are (encoding/json would compact it and escape those for HTML; see
+// package internal/verbatim).
+func appendRawJSON(b []byte, p verbatim.JSON) []byte {
+	return append(b, p...)
 }
-
-// rawNeedsRewrite reports whether json.Marshal would change p: whitespace
-// outside strings, or a character it escapes for HTML safety. p is valid
-// JSON (a stored payload).
-func rawNeedsRewrite(p []byte) bool {
-	inStr := false
-	for i := 0; i < len(p); i++ {
-		// Skip the bytes that cannot matter in the current state.
-		if inStr {
-			for i < len(p) && !rewriteInString[p[i]] {
-				i++
-			}
-		} else {
-			for i < len(p) && !rewriteOutside[p[i]] {
-				i++
-			}
-		}
-		if i == len(p) {
-			return false
-		}
-		switch p[i] {
-		case '<', '>', '&':
-			return true
-		case 0xE2: // U+2028 and U+2029 are E2 80 A8 and E2 80 A9
-			if i+2 < len(p) && p[i+1] == 0x80 && (p[i+2] == 0xA8 || p[i+2] == 0xA9) {
-				return true
-			}
-		case '\\': // inside a string: the escaped byte is none of the above
-			i++
-		case '"':
-			inStr = !inStr
-		default: // whitespace outside a string
-			return true
-		}
-	}
-	return false
-}
-
-// rewriteInString and rewriteOutside mark the bytes rawNeedsRewrite stops
-// at inside a string and outside one.
-var rewriteInString, rewriteOutside = func() (in, out [256]bool) {
-	for _, c := range []byte{'<', '>', '&', 0xE2, '"'} {
-		in[c], out[c] = true, true
-	}
-	in['\\'] = true
-	for _, c := range []byte{' ', '\t', '\n', '\r'} {
-		out[c] = true
-	}
-	return in, out
-}()

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queenlite/queen/internal/verbatim"
 	"github.com/stretchr/testify/require"
 )
 
@@ -22,7 +23,7 @@ var awkwardPayloads = []string{
 	`"a\" b"`, `{"s":"x\\\" y","t":"\\"}`,
 }
 
-func TestEncode_PopReplyMatchesEncodingJSON(t *testing.T) {
+func TestEncode_PopReplyMatchesVerbatimMarshal(t *testing.T) {
 	at := time.Date(2031, 2, 3, 4, 5, 6, 789123456, time.FixedZone("x", 3600))
 	for i, s := range awkwardStrings {
 		for j, p := range awkwardPayloads {
@@ -33,13 +34,13 @@ func TestEncode_PopReplyMatchesEncodingJSON(t *testing.T) {
 			}
 			r := popReply{Success: i%2 == 0, Queue: s, Partition: s, PartitionID: s, LeaseID: s, ConsumerGroup: s, PartitionsClaimed: i,
 				Messages: []popMessage{m, {CreatedAt: usTime(time.Time{}), Data: payload(nil)}}}
-			want, err := json.Marshal(r)
+			want, err := verbatim.Marshal(r)
 			require.NoError(t, err)
 			require.Equal(t, string(want), string(appendPopReply(nil, &r)), "string %q payload %q", s, p)
 		}
 	}
 	for _, r := range []popReply{{}, {Messages: []popMessage{}}} {
-		want, err := json.Marshal(r)
+		want, err := verbatim.Marshal(r)
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(appendPopReply(nil, &r)))
 	}
@@ -61,23 +62,19 @@ func TestEncode_AckResultsMatchEncodingJSON(t *testing.T) {
 	}
 }
 
-// TestEncode_PayloadCopiedUnlessMarshalChangesIt: a payload is rewritten
-// exactly when json.Marshal would write other bytes, so the usual compact
-// payload (spaces inside its strings included) costs a copy.
-func TestEncode_PayloadCopiedUnlessMarshalChangesIt(t *testing.T) {
+// TestEncode_PayloadByteForByte: a payload is copied into a pop's reply
+// as it is, whitespace, <, >, &, U+2028 and invalid UTF-8 included
+// (json.Marshal would compact it and escape <, >, &, U+2028 and U+2029).
+func TestEncode_PayloadByteForByte(t *testing.T) {
 	for _, p := range awkwardPayloads {
-		checkRewrite(t, p)
+		r := popReply{Messages: []popMessage{{Data: payload(json.RawMessage(p))}}}
+		require.Contains(t, string(appendPopReply(nil, &r)), `"data":`+p+`,"traceId"`, "payload %q", p)
 	}
 }
 
-func checkRewrite(t *testing.T, p string) {
-	want, err := json.Marshal(json.RawMessage(p))
-	require.NoError(t, err)
-	require.Equal(t, string(want) != p, rawNeedsRewrite([]byte(p)), "payload %q", p)
-}
-
 // FuzzEncode_PopMessage compares the hand-written pop encoding with
-// encoding/json for any strings and any valid payload.
+// verbatim.Marshal (encoding/json, payload as it is) for any strings and
+// any valid payload.
 func FuzzEncode_PopMessage(f *testing.F) {
 	for i, s := range awkwardStrings {
 		f.Add(s, awkwardPayloads[i%len(awkwardPayloads)], int64(i))
@@ -86,11 +83,10 @@ func FuzzEncode_PopMessage(f *testing.F) {
 		if !json.Valid([]byte(p)) {
 			return
 		}
-		checkRewrite(t, p)
 		m := popMessage{ID: s, TransactionID: s, Partition: s, Data: payload(json.RawMessage(p)), TraceID: nullString(s),
 			CreatedAt: usTime(time.UnixMicro(n % (1 << 50))), Offset: n, DeliveryAttempt: int(n % 1000)}
 		r := popReply{Queue: s, Messages: []popMessage{m}}
-		want, err := json.Marshal(r)
+		want, err := verbatim.Marshal(r)
 		if err != nil {
 			t.Skip(err)
 		}
@@ -98,16 +94,6 @@ func FuzzEncode_PopMessage(f *testing.F) {
 			t.Fatalf("got  %s\nwant %s", got, want)
 		}
 	})
-}
-
-func BenchmarkRawNeedsRewrite(b *testing.B) {
-	p := []byte(`{"orderId":"ord-2041-000123","customer":{"id":"c-981","name":"Ada Lovelace","tier":"gold"},"items":[{"sku":"A-1","qty":2,"price":19.5},{"sku":"B-7","qty":1,"price":5}],"note":"leave at the door, ring twice","ts":1764590400123}`)
-	b.SetBytes(int64(len(p)))
-	for b.Loop() {
-		if rawNeedsRewrite(p) {
-			b.Fatal("compact payload reported as needing a rewrite")
-		}
-	}
 }
 
 func TestEncode_PushResultMatchesEncodingJSON(t *testing.T) {

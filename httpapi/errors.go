@@ -2,13 +2,13 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/verbatim"
 )
 
 // errorBody is every error reply: {"error": "..."}.
@@ -77,8 +77,8 @@ func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) 
 
 // writeJSON writes v as the JSON body of a reply with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	body, err := json.Marshal(v)
-	if err != nil { // only our own types are written: a bug
+	body, err := verbatim.Marshal(v) // payloads byte for byte
+	if err != nil {                  // only our own types are written: a bug
 		status, body = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/verbatim"
 )
 
 // busStatus says how many named groups consumed a message.
@@ -194,13 +195,13 @@ type groupState struct {
 // messageDetail is the reply of GET /api/v1/messages/{p}/{t}.
 type messageDetail struct {
 	listedMessage
-	Payload        json.RawMessage `json:"payload"`
-	IsEncrypted    bool            `json:"isEncrypted"`
-	ErrorMessage   nullString      `json:"errorMessage"`
-	RetryCount     *int            `json:"retryCount"`
-	QueueConfig    map[string]any  `json:"queueConfig"`
-	Mode           mode            `json:"mode"`
-	ConsumerGroups []groupState    `json:"consumerGroups"`
+	Payload        verbatim.JSON  `json:"payload"`
+	IsEncrypted    bool           `json:"isEncrypted"`
+	ErrorMessage   nullString     `json:"errorMessage"`
+	RetryCount     *int           `json:"retryCount"`
+	QueueConfig    map[string]any `json:"queueConfig"`
+	Mode           mode           `json:"mode"`
+	ConsumerGroups []groupState   `json:"consumerGroups"`
 }
 
 // getMessage serves GET /api/v1/messages/{partitionId}/{transactionId}.
@@ -328,18 +329,18 @@ func (h *handler) recordTrace(w http.ResponseWriter, r *http.Request) {
 
 // traceEvent is a trace on the read routes, in snake_case as in Queen.
 type traceEvent struct {
-	ID             string          `json:"id"`
-	TransactionID  string          `json:"transaction_id,omitempty"`
-	PartitionID    string          `json:"partition_id,omitempty"`
-	EventType      string          `json:"event_type"`
-	Data           json.RawMessage `json:"data"`
-	ConsumerGroup  string          `json:"consumer_group"`
-	WorkerID       nullString      `json:"worker_id"`
-	CreatedAt      msTime          `json:"created_at"`
-	TraceNames     []string        `json:"trace_names"`
-	QueueName      string          `json:"queue_name,omitempty"`
-	PartitionName  string          `json:"partition_name,omitempty"`
-	MessagePayload json.RawMessage `json:"message_payload,omitempty"`
+	ID             string        `json:"id"`
+	TransactionID  string        `json:"transaction_id,omitempty"`
+	PartitionID    string        `json:"partition_id,omitempty"`
+	EventType      string        `json:"event_type"`
+	Data           verbatim.JSON `json:"data"`
+	ConsumerGroup  string        `json:"consumer_group"`
+	WorkerID       nullString    `json:"worker_id"`
+	CreatedAt      msTime        `json:"created_at"`
+	TraceNames     []string      `json:"trace_names"`
+	QueueName      string        `json:"queue_name,omitempty"`
+	PartitionName  string        `json:"partition_name,omitempty"`
+	MessagePayload verbatim.JSON `json:"message_payload,omitempty"`
 }
 
 func traceOf(ev *queen.TraceEvent) traceEvent {

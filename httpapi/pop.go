@@ -2,11 +2,11 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/verbatim"
 )
 
 // popReply is a pop that returned messages (or a conflating group's empty
@@ -26,19 +26,19 @@ type popReply struct {
 // popMessage is a delivered message; every message carries its own
 // partition and lease, which are authoritative in multi-partition pops.
 type popMessage struct {
-	ID              string          `json:"id"`
-	TransactionID   string          `json:"transactionId"`
-	PartitionID     string          `json:"partitionId"`
-	Partition       string          `json:"partition"`
-	Queue           string          `json:"queue"`
-	LeaseID         string          `json:"leaseId"`
-	ConsumerGroup   string          `json:"consumerGroup"`
-	Data            json.RawMessage `json:"data"`
-	TraceID         nullString      `json:"traceId"`
-	ProducerSub     nullString      `json:"producerSub"`
-	CreatedAt       usTime          `json:"createdAt"`
-	Offset          int64           `json:"offset"`
-	DeliveryAttempt int             `json:"deliveryAttempt"`
+	ID              string        `json:"id"`
+	TransactionID   string        `json:"transactionId"`
+	PartitionID     string        `json:"partitionId"`
+	Partition       string        `json:"partition"`
+	Queue           string        `json:"queue"`
+	LeaseID         string        `json:"leaseId"`
+	ConsumerGroup   string        `json:"consumerGroup"`
+	Data            verbatim.JSON `json:"data"`
+	TraceID         nullString    `json:"traceId"`
+	ProducerSub     nullString    `json:"producerSub"`
+	CreatedAt       usTime        `json:"createdAt"`
+	Offset          int64         `json:"offset"`
+	DeliveryAttempt int           `json:"deliveryAttempt"`
 }
 
 // popParams reads the query of every pop route into req.

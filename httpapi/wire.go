@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+
+	"github.com/queenlite/queen/internal/verbatim"
 )
 
 // The wire types below are unexported on purpose: the wire format is
@@ -57,10 +59,11 @@ type pagination struct {
 func seconds(d time.Duration) int64 { return int64(d / time.Second) }
 func millis(d time.Duration) int64  { return int64(d / time.Millisecond) }
 
-// payload returns a stored payload as JSON, null when empty.
-func payload(p json.RawMessage) json.RawMessage {
+// payload returns a stored payload as JSON written byte for byte
+// (writeJSON, appendRawJSON), null when empty.
+func payload(p json.RawMessage) verbatim.JSON {
 	if len(p) == 0 {
-		return json.RawMessage("null")
+		return verbatim.JSON("null")
 	}
-	return p
+	return verbatim.JSON(p)
 }

@@ -439,6 +439,16 @@ func (p *printer) tm(t time.Time) string {
 	return "+" + t.Sub(p.d.start).String()
 }
 
+// ms prints an instant the remote API carries with millisecond precision
+// (documented: every timestamp but a message's CreatedAt in pops and
+// fetches): truncated to the millisecond in a comparison with remote.
+func (p *printer) ms(t time.Time) string {
+	if p.v.remote {
+		t = t.Truncate(time.Millisecond)
+	}
+	return p.tm(t)
+}
+
 // errText classifies an error by the sentinels it matches, as
 // errors.Is sees them (messages differ between backends and are not
 // compared).
@@ -496,7 +506,7 @@ func (p *printer) any(x any) {
 		p.f("%v\n", x)
 	case time.Time:
 		if p.v.remote {
-			x = x.Truncate(time.Millisecond) // documented: a lease's expiry has millisecond precision over HTTP
+			x = x.Truncate(time.Millisecond) // documented: a lease's expiry has millisecond precision over HTTP (as p.ms)
 		}
 		p.f("%s\n", p.tm(x))
 	case []queen.PushResult:
@@ -674,7 +684,7 @@ func (p *printer) config(c *queen.QueueConfig, labelsOnly bool) {
 // answer of ConfigureQueue has no CreatedAt, and ListQueues (listed)
 // carries only the labels and Priority of the configuration.
 func (p *printer) queueInfo(q *queen.QueueInfo, listed bool) {
-	created := p.tm(q.CreatedAt)
+	created := p.ms(q.CreatedAt)
 	if p.v.remote && p.label == "configure" {
 		created = "-"
 	}
@@ -754,6 +764,11 @@ func (p *printer) letters(a letterAnswer) {
 		return
 	}
 	ls := append([]queen.DeadLetter(nil), a.page.Letters...)
+	if p.v.remote { // millisecond precision over HTTP (documented), also in the order printed
+		for i := range ls {
+			ls[i].CreatedAt, ls[i].FailedAt = ls[i].CreatedAt.Truncate(time.Millisecond), ls[i].FailedAt.Truncate(time.Millisecond)
+		}
+	}
 	partial := a.f.Offset > 0 || len(ls) < a.page.Total
 	p.f("letters total=%d listed=%d\n", a.page.Total, len(ls))
 	if partial {
@@ -787,8 +802,8 @@ func (p *printer) stats(s *queen.QueueStats, listed bool) {
 	p.f("  partitions=%d messages=%d pending=%s inflight=%d dead=%d parked=%d groups=%s\n", s.PartitionN, s.Messages, pending,
 		s.InFlight, s.DeadLetters, s.Parked, groups)
 	for _, ps := range s.Partitions {
-		p.f("  partition %s id=%s created=%s messages=%d first=%d next=%d lastPush=%s\n", ps.Name, p.id(ps.ID), p.tm(ps.CreatedAt),
-			ps.Messages, ps.FirstOffset, ps.NextOffset, p.tm(ps.LastPushAt))
+		p.f("  partition %s id=%s created=%s messages=%d first=%d next=%d lastPush=%s\n", ps.Name, p.id(ps.ID), p.ms(ps.CreatedAt),
+			ps.Messages, ps.FirstOffset, ps.NextOffset, p.ms(ps.LastPushAt))
 		if p.v.remote {
 			continue // no cursors over HTTP (documented)
 		}
@@ -801,7 +816,7 @@ func (p *printer) stats(s *queen.QueueStats, listed bool) {
 
 func (p *printer) group(g *queen.GroupStats) {
 	p.f("  group %s/%s mode=%s from=%s joined=%s conflation=%v partitions=%d withLag=%d lag=%d inflight=%d leases=%d", g.Queue, g.Group,
-		g.Mode, p.tm(g.From), p.tm(g.JoinedAt), g.Conflation, g.Partitions, g.PartitionsWithLag, g.Lag, g.InFlight, g.ActiveLeases)
+		g.Mode, p.ms(g.From), p.ms(g.JoinedAt), g.Conflation, g.Partitions, g.PartitionsWithLag, g.Lag, g.InFlight, g.ActiveLeases)
 	if !p.v.remote { // not carried over HTTP (documented)
 		p.f(" consumed=%d lastAck=%s oldestPending=%s", g.Consumed, p.tm(g.LastAckAt), p.tm(g.OldestPendingAt))
 	}

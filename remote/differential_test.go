@@ -64,13 +64,10 @@ var (
 //  10. remote.Client.QueueStats and ListQueues add the wire's processing
 //     count (every group's leased messages) back to its pending count, so
 //     Pending is too high when several groups hold leases.
-//  11. Payloads do not travel byte for byte over HTTP: remote.Client.Push
-//     sends them compacted and with <, > and & escaped, and that is what
-//     the broker behind stores and every backend then returns.
-//  12. Timestamps other than a pop's travel with millisecond precision
-//     (dead letters' CreatedAt and FailedAt, among others); the package
-//     doc of remote says so of a lease's expiry only. (The fake clock
-//     moves in whole milliseconds unless -diff.strict.)
+//  11. (Fixed: payloads travel byte for byte over HTTP.)
+//  12. (Documented, deliberate: timestamps but a pop's or fetch's
+//     CreatedAt travel with millisecond precision, Queen's; compared
+//     truncated, see printer.ms.)
 func knownOpen() bool { return !*diffStrict }
 
 // TestDifferential runs seeded random sequences of every operation of

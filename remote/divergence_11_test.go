@@ -18,7 +18,8 @@ import (
 // the broker behind the server stores that, and pops and fetches return
 // it; a Broker stores and returns the bytes pushed (PushItem.Payload:
 // "stored byte for byte", docs/limits.md: "stored and returned byte for
-// byte").
+// byte"). Fixed: remote.Client and httpapi write payloads as they are
+// (package internal/verbatim).
 func TestDivergence11_PayloadByteForByte(t *testing.T) {
 	ctx := context.Background()
 	clock := itest.NewClock()

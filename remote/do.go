@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/verbatim"
 )
 
 // maxAnswer caps an answer's body; a larger one is a transport failure.
@@ -69,7 +70,7 @@ func (c *Client) send(ctx context.Context, req *request) (*answer, error) {
 	var body []byte
 	if req.body != nil {
 		var err error
-		if body, err = json.Marshal(req.body); err != nil {
+		if body, err = verbatim.Marshal(req.body); err != nil { // payloads byte for byte
 			return nil, &queen.ArgumentError{Field: req.op, Reason: "cannot encode the request: " + err.Error()}
 		}
 	}

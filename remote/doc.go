@@ -87,13 +87,17 @@
 // reports a queue's labels and Priority but not the rest of its Config;
 // QueueStats has no per-partition cursors ([queen.PartitionStats].Cursors
 // is nil); [queen.GroupStats] has no Consumed, LastAckAt or
-// OldestPendingAt; a lease's expiry has millisecond precision. Lease
-// lengths travel in whole seconds, Queen's unit (pop leaseSeconds, queue
-// leaseTime): a [queen.PopRequest].Lease between two seconds is rounded up
-// to the next one (1.5 s leases for 2 s), where a Broker keeps it as
-// given; a Lease or [queen.QueueConfig].LeaseTime under a second is
-// refused with an [*queen.ArgumentError], as by a Broker. A consume
-// loop learns that a message was settled
-// by its handler only when the handler settled it through the same
-// Client.
+// OldestPendingAt. Timestamps have millisecond precision, as Queen's
+// admin answers write them, but for a message's CreatedAt in a pop or a
+// fetch (microseconds): a lease's expiry, a dead or parked letter's
+// CreatedAt and FailedAt, a queue's or partition's CreatedAt, a
+// partition's LastPushAt, and a group's From and JoinedAt are the
+// broker's truncated to the millisecond. Lease lengths travel in whole
+// seconds, Queen's unit (pop leaseSeconds, queue leaseTime): a
+// [queen.PopRequest].Lease between two seconds is rounded up to the next
+// one (1.5 s leases for 2 s), where a Broker keeps it as given; a Lease or
+// [queen.QueueConfig].LeaseTime under a second is refused with an
+// [*queen.ArgumentError], as by a Broker. A consume loop learns that a
+// message was settled by its handler only when the handler settled it
+// through the same Client.
 package remote

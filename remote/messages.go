@@ -11,17 +11,18 @@ import (
 
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/internal/uuid"
+	"github.com/queenlite/queen/internal/verbatim"
 )
 
 // pushItemJSON is a push item on the wire.
 type pushItemJSON struct {
-	Queue         string          `json:"queue"`
-	Partition     string          `json:"partition,omitempty"`
-	Payload       json.RawMessage `json:"payload"`
-	TransactionID string          `json:"transactionId"`
-	TraceID       string          `json:"traceId,omitempty"`
-	Namespace     string          `json:"namespace,omitempty"`
-	Task          string          `json:"task,omitempty"`
+	Queue         string        `json:"queue"`
+	Partition     string        `json:"partition,omitempty"`
+	Payload       verbatim.JSON `json:"payload"` // sent byte for byte
+	TransactionID string        `json:"transactionId"`
+	TraceID       string        `json:"traceId,omitempty"`
+	Namespace     string        `json:"namespace,omitempty"`
+	Task          string        `json:"task,omitempty"`
 }
 
 // pushResultJSON is a push result: Queen writes its ids in snake_case,
@@ -113,7 +114,7 @@ func wireItems(items []queen.PushItem, field func(i int) string) ([]pushItemJSON
 		if txid == "" {
 			txid = uuid.NewV7().String()
 		}
-		out[i] = pushItemJSON{Queue: it.Queue, Partition: part, Payload: p, TransactionID: txid, TraceID: it.TraceID,
+		out[i] = pushItemJSON{Queue: it.Queue, Partition: part, Payload: verbatim.JSON(p), TransactionID: txid, TraceID: it.TraceID,
 			Namespace: it.Namespace, Task: it.Task}
 	}
 	return out, nil
