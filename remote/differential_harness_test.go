@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -493,10 +492,6 @@ func (p *printer) any(x any) {
 	case nil:
 		p.f("nil\n")
 	case []any:
-		if len(x) == 2 && x[1] != nil && p.v.remote && p.label == "txn" && knownOpen() {
-			p.any(x[1]) // divergence 4: the results of an aborted transaction
-			return
-		}
 		for _, e := range x {
 			p.any(e)
 		}
@@ -564,10 +559,6 @@ func (p *printer) any(x any) {
 			p.stats(x, false)
 		}
 	case []queen.QueueStats:
-		if p.v.remote && knownOpen() { // divergence 3
-			x = slices.Clone(x)
-			sort.SliceStable(x, func(i, j int) bool { return x[i].Name < x[j].Name })
-		}
 		p.f("queues %d\n", len(x))
 		for i := range x {
 			p.stats(&x[i], true)
@@ -593,11 +584,7 @@ func payloadText(b json.RawMessage) string {
 }
 
 func (p *printer) push(r *queen.PushResult) {
-	// A masked id is not named: names count ids in the order seen.
-	pid, trace := "-", "-" // divergence 8
-	if !p.v.remote || r.Status != queen.PushFailed || !knownOpen() {
-		pid, trace = p.id(r.PartitionID), p.id(r.TraceID)
-	}
+	pid, trace := p.id(r.PartitionID), p.id(r.TraceID)
 	p.f("  push %s q=%s p=%s pid=%s msg=%s tx=%s trace=%s offset=%d err=%s\n", r.Status, r.Queue, r.Partition, pid,
 		p.id(r.MessageID), p.id(r.TransactionID), trace, r.Offset, errText(r.Err))
 }
@@ -608,9 +595,6 @@ func (p *printer) popResult(r *queen.PopResult) {
 		return
 	}
 	conflating := fmt.Sprint(r.Conflating)
-	if p.v.remote && knownOpen() {
-		conflating = "-" // divergence 2
-	}
 	msgs := r.Messages
 	first, pid := r.Partition, "-"
 	if r.PartitionsClaimed > 1 {
@@ -641,9 +625,6 @@ func (p *printer) message(m *queen.Message) {
 
 func (p *printer) ack(r *queen.AckResult) {
 	parked := fmt.Sprint(r.Parked)
-	if p.v.remote && knownOpen() {
-		parked = "-" // divergence 7
-	}
 	p.f("  ack tx=%s q=%s p=%s success=%v err=%s released=%v dlq=%v parked=%s\n", p.id(r.TransactionID), r.Queue, r.Partition,
 		r.Success, errText(r.Err), r.LeaseReleased, r.DeadLettered, parked)
 }
@@ -657,11 +638,7 @@ func (p *printer) txn(r *queen.TxResult) {
 	for _, o := range r.Results {
 		switch {
 		case o.Ack != nil:
-			a := *o.Ack
-			if p.v.remote && knownOpen() { // divergence 4
-				a.Queue, a.Partition, a.LeaseReleased = "-", "-", false
-			}
-			p.ack(&a)
+			p.ack(o.Ack)
 		case o.Push != nil:
 			p.push(o.Push)
 		default:
@@ -688,10 +665,7 @@ func (p *printer) queueInfo(q *queen.QueueInfo, listed bool) {
 	if p.v.remote && p.label == "configure" {
 		created = "-"
 	}
-	dp := "-" // divergence 3
-	if !p.v.remote || !listed || !knownOpen() {
-		dp = p.id(q.DefaultPartitionID)
-	}
+	dp := p.id(q.DefaultPartitionID)
 	p.f("queue %s id=%s created=%s defaultPartition=%s\n", q.Name, p.id(q.ID), created, dp)
 	p.config(&q.Config, listed && p.v.remote)
 }
@@ -792,13 +766,7 @@ func (p *printer) letters(a letterAnswer) {
 func (p *printer) stats(s *queen.QueueStats, listed bool) {
 	p.queueInfo(&s.QueueInfo, listed)
 	groups := fmt.Sprint(s.Groups)
-	if p.v.remote && listed && knownOpen() {
-		groups = "-" // divergence 3
-	}
 	pending := fmt.Sprint(s.Pending)
-	if p.v.remote && knownOpen() {
-		pending = "-" // divergence 10
-	}
 	p.f("  partitions=%d messages=%d pending=%s inflight=%d dead=%d parked=%d groups=%s\n", s.PartitionN, s.Messages, pending,
 		s.InFlight, s.DeadLetters, s.Parked, groups)
 	for _, ps := range s.Partitions {

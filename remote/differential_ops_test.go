@@ -544,13 +544,9 @@ func (x *dex) opPop(i int, r *rand.Rand, discover bool) {
 	case 0:
 		req.Batch = -1 // invalid
 	case 1:
-		if !knownOpen() { // divergence 1
-			req.Lease = 500 * time.Millisecond // invalid: below a second
-		}
-	case 2:
-		if !knownOpen() { // divergence 1
-			req.Lease = 1500 * time.Millisecond
-		}
+		req.Lease = 500 * time.Millisecond // invalid: below a second
+		// A lease between two seconds is not drawn: over HTTP it is
+		// rounded up to whole seconds by design (see package remote).
 	}
 	v := fmt.Sprintf("p%d", i)
 	x.d.emit("%s := d.pop(func(k int, c queen.Client) (*queen.PopResult, error) { return c.Pop(ctx, %s) })", v, x.gpop(req))
@@ -771,8 +767,8 @@ func (x *dex) opTxn(r *rand.Rand) {
 	}
 	r.Shuffle(len(ops), func(a, b int) { ops[a], ops[b] = ops[b], ops[a] })
 	refused := queen.AckItem{TransactionID: "missing", PartitionID: unknownID}
-	if !knownOpen() {
-		refused.PartitionID = "missing" // divergence 6
+	if r.IntN(2) == 0 {
+		refused.PartitionID = "missing" // not a UUID: still "not found"
 	}
 	if r.IntN(15) == 0 { // refused: aborts the whole transaction
 		ops = append(ops, txop{ack: &ackSpec{pop: &dpop{v: "noPop"}}})
@@ -827,11 +823,11 @@ func (x *dex) seekOptions(r *rand.Rand) (queen.SeekOptions, string) {
 	return queen.SeekOptions{Timestamp: t}, "queen.SeekOptions{Timestamp: " + x.gtime(t) + "}"
 }
 
-// adminGroup is a group for the admin calls: not the empty name for
-// queue mode (divergence 5) unless -diff.strict.
+// adminGroup is a group for the admin calls: queue mode by either of its
+// names.
 func adminGroup(r *rand.Rand) string {
 	g := pickG(r)
-	if g == "" && (knownOpen() || r.IntN(2) == 0) {
+	if g == "" && r.IntN(2) == 0 {
 		g = queen.QueueModeGroup
 	}
 	return g
@@ -998,7 +994,7 @@ func (x *dex) opConfigure(r *rand.Rand) {
 	if r.IntN(3) == 0 {
 		c.Namespace, c.Task = "ns", "t"+strconv.Itoa(r.IntN(2))
 	}
-	if r.IntN(40) == 0 && !knownOpen() { // divergence 9
+	if r.IntN(40) == 0 {
 		c.LeaseTime = 100 * time.Millisecond // invalid
 	}
 	x.d.emit("d.do(%q, func(k int, c queen.Client) any { return ans(c.ConfigureQueue(ctx, %s, %s)) })", "configure", gq(q), gconfig(c))
