@@ -3,9 +3,12 @@ package remote_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -135,4 +138,57 @@ func TestBehaviour_LeaseErrorsWhateverTheirCase(t *testing.T) {
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// countingTransport counts the requests handed to it and passes them to
+// next.
+type countingTransport struct {
+	n    atomic.Int32
+	next http.RoundTripper
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(r)
+}
+
+// A closed client sends nothing: every call is queen.ErrClosed before it
+// reaches the transport.
+func TestBehaviour_ClosedClientSendsNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := &scripted{answers: map[string][]scriptedAnswer{}, calls: map[string]int{}}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	ct := &countingTransport{next: http.DefaultTransport}
+	c, err := remote.Dial(srv.URL, &remote.Options{Transport: ct, Server: remote.ServerQueenLite})
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	_, err = c.Push(ctx, []queen.PushItem{{Queue: "q", Payload: json.RawMessage(`1`)}})
+	require.ErrorIs(t, err, queen.ErrClosed)
+	_, err = c.AckBatch(ctx, []queen.AckItem{{TransactionID: "t", PartitionID: "00000000-0000-8000-8000-000000000001"}})
+	require.ErrorIs(t, err, queen.ErrClosed)
+	_, err = c.DescribeQueue(ctx, "q")
+	require.ErrorIs(t, err, queen.ErrClosed)
+	require.Zero(t, ct.n.Load(), "nothing was sent")
+}
+
+// A request that failed to connect was not sent, so even a call the
+// client does not repeat after a failure past sending (an ack) is tried
+// again, whatever the dial error is.
+func TestBehaviour_UnsentRequestsAreRetried(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var dials atomic.Int32
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return nil, &net.OpError{Op: "dial", Net: network, Err: errors.New("no route to the broker")}
+	}}
+	c, err := remote.Dial("http://queen.test", &remote.Options{Transport: tr, Retries: 2, RetryBackoff: time.Microsecond, Server: remote.ServerQueenLite})
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.AckBatch(ctx, []queen.AckItem{{TransactionID: "t", PartitionID: "00000000-0000-8000-8000-000000000001"}})
+	var te *remote.TransportError
+	require.ErrorAs(t, err, &te)
+	require.EqualValues(t, 3, dials.Load(), "one try and two retries")
 }
