@@ -83,3 +83,32 @@ func TestBehaviour_NamesOf255And256Bytes(t *testing.T) {
 	e.call("POST", "/api/v1/configure", map[string]any{"queue": ok, "namespace": ok, "task": ok}, http.StatusOK)
 	e.fails("POST", "/api/v1/configure", map[string]any{"queue": ok, "namespace": long}, http.StatusBadRequest, "namespace is longer than 255 bytes")
 }
+
+// Query booleans are true/1 or false/0 in any case; anything else is
+// refused.
+func TestBehaviour_QueryBooleansInAnyCase(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil, nil)
+	e.push("q", "", "t1", 1)
+	e.push("q", "", "t2", 2)
+	res := e.pop("/api/v1/pop/queue/q?consumerGroup=g&subscriptionMode=all&wait=FALSE&autoAck=TRUE")
+	require.Len(t, msgs(t, res), 1)
+	require.Empty(t, msgs(t, res)[0]["leaseId"], "autoAck=TRUE commits on delivery")
+	res = e.pop("/api/v1/pop/queue/q?consumerGroup=g&wait=False&autoAck=True")
+	require.Len(t, msgs(t, res), 1)
+	require.Nil(t, e.pop("/api/v1/pop/queue/q?consumerGroup=g&wait=fAlSe"))
+	e.fails("GET", "/api/v1/pop/queue/q?wait=yes", nil, http.StatusBadRequest, `wait must be true or false, not "yes"`)
+}
+
+// Where a UUID is required, a string that only starts with one is refused.
+func TestBehaviour_UUIDsAreExactly36Characters(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil, nil)
+	const id = "0190e4a4-0b1c-7a3e-8f00-5d1a2b3c4d60"
+	for _, bad := range []string{id + "0", id + "-", id[:35]} {
+		e.fails("POST", "/api/v1/lease/"+bad+"/extend", `{"seconds":30}`, http.StatusBadRequest, "leaseId must be a UUID")
+		e.fails("GET", "/api/v1/messages/"+bad+"/t1", nil, http.StatusBadRequest, "partitionId must be a UUID")
+	}
+	rec := e.do("POST", "/api/v1/lease/"+id+"/extend", `{"seconds":30}`)
+	require.NotEqual(t, http.StatusBadRequest, rec.Code, rec.Body.String())
+}
