@@ -225,3 +225,183 @@ func TestBehaviour_CommitOnDeliveryLeavesHoldOnCursor(t *testing.T) {
 		require.Empty(t, pr.Messages, "%s: delivered once", c.queue)
 	}
 }
+
+// Mutation survivors (issue 19): behaviours the tests above and the rest
+// of the suite did not pin.
+
+// storedBetween counts the stored messages of [from, end) only, also
+// where a run of deleted offsets crosses end or from.
+func TestBehaviour_HoleCountsClipToTheRange(t *testing.T) {
+	t.Parallel()
+	p := &partition{q: &queue{}, first: 0, next: 20}
+	for off := int64(10); off < 13; off++ {
+		require.True(t, p.addHole(off))
+	}
+	require.Equal(t, int64(4), p.storedBetween(6, 12), "6..9: the run 10..12 is cut at 12")
+	require.Equal(t, int64(2), p.storedBetween(11, 15), "13, 14: the run is cut at 11")
+	require.Equal(t, int64(0), p.storedBetween(10, 13))
+	require.Equal(t, int64(7), p.storedBetween(6, 16))
+}
+
+// A transaction whose writes do not fit in one storage transaction is
+// ErrTooLarge and writes nothing: too many operations even if their bytes
+// would fit, or too many bytes even if the operations would.
+func TestBehaviour_TransactionTooLargeForOneStorageTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b, err := Open("", &Options{InMemory: true})
+	require.NoError(t, err)
+	defer b.Close()
+	tiny := func(i int) TxOp {
+		return TxOp{Push: &PushItem{Queue: "many", TransactionID: "t" + string(rune('a'+i%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i/676)), Payload: []byte(`1`)}}
+	}
+	estimate := func(ops []TxOp) (size, count int) {
+		return (&writeReq{push: &pushReq{items: pushItemsOf(ops)}}).estimate(b.lim.valueThreshold)
+	}
+	n := (b.lim.maxOps-4)/2 + 1 // one push more than the operations allow
+	var ops []TxOp
+	for i := range n {
+		ops = append(ops, tiny(i))
+	}
+	size, count := estimate(ops)
+	require.Greater(t, count, b.lim.maxOps)
+	require.LessOrEqual(t, size, b.lim.maxBytes, "only the operations are too many")
+	_, err = b.ExecTransaction(ctx, ops)
+	require.ErrorIs(t, err, ErrTooLarge)
+
+	big := make([]byte, b.maxPayload)
+	big[0], big[len(big)-1] = '"', '"'
+	for i := 1; i < len(big)-1; i++ {
+		big[i] = 'x'
+	}
+	ops, size = nil, 0
+	for size <= b.lim.maxBytes {
+		ops = append(ops, TxOp{Push: &PushItem{Queue: "fat", Payload: big}})
+		size, count = estimate(ops)
+	}
+	require.LessOrEqual(t, count, b.lim.maxOps, "only the bytes are too many")
+	require.Greater(t, size, b.lim.maxBytes)
+	_, err = b.ExecTransaction(ctx, ops)
+	require.ErrorIs(t, err, ErrTooLarge)
+
+	for _, q := range []string{"many", "fat"} {
+		_, err := b.DescribeQueue(ctx, q)
+		require.ErrorIs(t, err, ErrNotFound, "%s: nothing written", q)
+	}
+}
+
+// pushItemsOf lists the pushes of ops.
+func pushItemsOf(ops []TxOp) []PushItem {
+	var out []PushItem
+	for _, o := range ops {
+		if o.Push != nil {
+			out = append(out, *o.Push)
+		}
+	}
+	return out
+}
+
+// While a deleted queue's sweep has not run, its partitions are gone to
+// every call that names them by id: an ack or a renewal with what its pop
+// returned is ErrNotFound, as after the sweep.
+func TestBehaviour_DeletedQueuesPartitionsAreNotFoundBeforeTheSweep(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b, err := Open("", &Options{InMemory: true})
+	require.NoError(t, err)
+	defer b.Close()
+	_, err = b.Push(ctx, []PushItem{{Queue: "gone", TransactionID: "x", Payload: []byte(`1`)}})
+	require.NoError(t, err)
+	res, err := b.Pop(ctx, PopRequest{Queue: "gone", Group: "g", SubscriptionMode: SubscriptionModeAll})
+	require.NoError(t, err)
+	require.Len(t, res.Messages, 1)
+	m := res.Messages[0]
+	tk, _, err := b.unlinkQueue(ctx, "gone") // the sweep never runs
+	require.NoError(t, err)
+	require.NotNil(t, tk)
+
+	_, err = b.Ack(ctx, m, true, AckOptions{})
+	require.ErrorIs(t, err, ErrNotFound)
+	_, err = b.Ack(ctx, m, true, AckOptions{LeaseID: ""})
+	require.ErrorIs(t, err, ErrNotFound)
+	_, err = b.GetMessage(ctx, m.PartitionID, "x")
+	require.ErrorIs(t, err, ErrNotFound)
+	_, err = b.RenewLease(ctx, res.LeaseID, time.Minute)
+	require.ErrorIs(t, err, ErrNotFound)
+}
+
+// A partition listed by a tombstone is not loaded at Open, even when a
+// queue of the same name was created before the crash: the new queue
+// holds only its own partitions, and the old one's messages stay gone.
+func TestBehaviour_OpenSkipsPartitionsOfATombstone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	b, err := Open(dir, nil)
+	require.NoError(t, err)
+	_, err = b.Push(ctx, []PushItem{{Queue: "q", Partition: "old", TransactionID: "x", Payload: []byte(`"old"`)}})
+	require.NoError(t, err)
+	tk, _, err := b.unlinkQueue(ctx, "q") // the sweep never runs
+	require.NoError(t, err)
+	require.NotNil(t, tk)
+	_, err = b.Push(ctx, []PushItem{{Queue: "q", Partition: "new", TransactionID: "x", Payload: []byte(`"new"`)}})
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+
+	b, err = Open(dir, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, b.Close()) }()
+	st, err := b.QueueStats(ctx, "q")
+	require.NoError(t, err)
+	var names []string
+	for _, p := range st.Partitions {
+		names = append(names, p.Name)
+	}
+	require.Equal(t, []string{"new"}, names, "the deleted queue's partition is not the new queue's")
+	require.Equal(t, int64(1), st.Messages)
+	f, err := b.Fetch(ctx, "q", "old", 0, 10)
+	if err == nil {
+		require.Empty(t, f.Records)
+	}
+}
+
+// A message delete whose caller stopped waiting (its write still on the
+// way) and a second delete of the same message record one hole: the
+// second is ErrNotFound, and the counts stay right.
+func TestBehaviour_RepeatedDeleteOfAMessageCountsOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b, err := Open("", &Options{InMemory: true})
+	require.NoError(t, err)
+	defer b.Close()
+	var pid string
+	for _, tx := range []string{"a", "b", "c"} {
+		res, err := b.Push(ctx, []PushItem{{Queue: "q", TransactionID: tx, Payload: []byte(`1`)}})
+		require.NoError(t, err)
+		pid = res[0].PartitionID
+	}
+	held, _, release := HoldCommitsForTest(b)
+	defer release() // before Close, should the test fail while the writer waits
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	require.ErrorIs(t, b.DeleteMessage(gone, pid, "b"), context.Canceled, "its write is queued behind the hold")
+	<-held
+	// The second finds the hole: ErrNotFound before it would write (or wait).
+	require.ErrorIs(t, b.DeleteMessage(gone, pid, "b"), ErrNotFound, "already deleted")
+	release()
+	require.ErrorIs(t, b.DeleteMessage(ctx, pid, "b"), ErrNotFound)
+
+	st, err := b.QueueStats(ctx, "q")
+	require.NoError(t, err)
+	require.Equal(t, int64(2), st.Messages)
+	b.mu.Lock()
+	p := b.queues["q"].parts[DefaultPartition]
+	var runs []holeRun
+	if hs := p.holeSet(); hs != nil {
+		runs = append(runs, hs.runs...)
+	}
+	n := p.holes()
+	b.mu.Unlock()
+	require.Equal(t, []holeRun{{1, 2}}, runs)
+	require.Equal(t, int64(1), n)
+}

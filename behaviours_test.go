@@ -191,3 +191,76 @@ func TestBehaviour_CommitOnDeliveryStopsAtHeldMessage(t *testing.T) {
 	require.Equal(t, []int64{1}, offsets(pop(t, b, req).Messages))
 	require.Empty(t, pop(t, b, req).Messages, "delivered once")
 }
+
+// Mutation survivors (issue 19): behaviours the tests above and the rest
+// of the suite did not pin.
+
+// A live lease of a group of another queue is not "another group's lease"
+// for an ack: it does not hold the message, so the ack is refused with
+// ErrLeaseExpired, not ErrWrongGroup.
+func TestBehaviour_AckWithAnotherQueuesLeaseIsLeaseExpired(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	pushN(t, b, "a", "", 1)
+	pushN(t, b, "b", "", 1)
+	inA := pop(t, b, queen.PopRequest{Queue: "a", Group: "ga", SubscriptionMode: queen.SubscriptionModeAll})
+	inB := pop(t, b, queen.PopRequest{Queue: "b", Group: "gb", SubscriptionMode: queen.SubscriptionModeAll})
+	require.Len(t, inA.Messages, 1)
+	require.Len(t, inB.Messages, 1)
+	_, err := b.Ack(bg, inB.Messages[0], true, queen.AckOptions{LeaseID: inA.LeaseID})
+	require.ErrorIs(t, err, queen.ErrLeaseExpired)
+	require.NotErrorIs(t, err, queen.ErrWrongGroup)
+	// Another group's lease of the same queue is ErrWrongGroup.
+	pushN(t, b, "b", "", 1)
+	other := pop(t, b, queen.PopRequest{Queue: "b", Group: "gc", SubscriptionMode: queen.SubscriptionModeAll})
+	require.NotEmpty(t, other.LeaseID)
+	_, err = b.Ack(bg, inB.Messages[0], true, queen.AckOptions{LeaseID: other.LeaseID})
+	require.ErrorIs(t, err, queen.ErrWrongGroup)
+	ackAll(t, b, inB.Messages, queen.AckCompleted)
+}
+
+// A transaction's ack needs both its TransactionID and its PartitionID:
+// one without either is an *ArgumentError and nothing runs.
+func TestBehaviour_TransactionAckNeedsBothIDs(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	pushN(t, b, "in", "", 1)
+	pr := pop(t, b, queen.PopRequest{Queue: "in"})
+	m := pr.Messages[0]
+	for _, it := range []queen.AckItem{
+		{TransactionID: m.TransactionID, LeaseID: m.LeaseID},
+		{PartitionID: m.PartitionID, LeaseID: m.LeaseID},
+	} {
+		_, err := b.ExecTransaction(bg, []queen.TxOp{{Push: &queen.PushItem{Queue: "out", Payload: []byte(`1`)}}, {Ack: &it}})
+		require.ErrorIs(t, err, queen.ErrInvalidArgument)
+		require.NotErrorIs(t, err, queen.ErrTransactionAborted, "refused before anything runs")
+		var ae *queen.ArgumentError
+		require.ErrorAs(t, err, &ae)
+		require.Equal(t, "ops[1].Ack", ae.Field)
+	}
+	_, err := b.DescribeQueue(bg, "out")
+	require.ErrorIs(t, err, queen.ErrNotFound)
+}
+
+// Retention deletes messages older than Retention: one exactly that old is
+// kept, and goes once it is older.
+func TestBehaviour_RetentionKeepsAMessageExactlyRetentionOld(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
+	cfg := queen.DefaultQueueConfig()
+	cfg.Retention = time.Hour
+	_, err := b.ConfigureQueue(bg, "r", cfg)
+	require.NoError(t, err)
+	pushN(t, b, "r", "", 1)
+	clock.Advance(time.Hour)
+	require.NoError(t, b.Maintain(bg))
+	f, err := b.Fetch(bg, "r", "", 0, 10)
+	require.NoError(t, err)
+	require.Len(t, f.Records, 1, "exactly Retention old: not older, kept")
+	clock.Advance(time.Microsecond)
+	require.NoError(t, b.Maintain(bg))
+	f, err = b.Fetch(bg, "r", "", 0, 10)
+	require.NoError(t, err)
+	require.Empty(t, f.Records)
+}
