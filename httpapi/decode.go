@@ -302,9 +302,13 @@ func (f *fields) elem(dst *fields, raw json.RawMessage, of string, at int) *fiel
 }
 
 // parseInt parses a JSON or query integer; integral floats such as 300.0
-// or 3e2 are accepted.
+// or 3e2 are accepted. Beyond ±2^53, where a JSON number no longer names
+// one integer, it is refused however it is written.
 func parseInt(s string) (int64, error) {
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n > 1<<53 || n < -(1<<53) {
+			return 0, errors.New("not an integer")
+		}
 		return n, nil
 	}
 	v, err := strconv.ParseFloat(s, 64)
