@@ -166,8 +166,11 @@ type window struct {
 	created     []string        // log files created
 	// unmapped are msynced addresses whose mmap the trace had not shown
 	// yet: with several threads, strace may print an mmap's result after
-	// a later msync of another thread. Resolved when the call returns.
+	// a later msync of another thread, even after the call's ok line on a
+	// loaded machine. Resolved by the first mapping of the address the
+	// trace shows after the msync (see windows).
 	unmapped []string
+	at       []int // index in the trace of each unmapped msync
 }
 
 // windows splits the trace into per-call windows.
@@ -177,11 +180,17 @@ func windows(t *testing.T, evs []traceEvent) []window {
 	var out []window
 	var cur *window
 	curVlog := ""
-	for _, e := range evs {
+	type mapping struct {
+		at         int
+		addr, file string
+	}
+	var mapped []mapping // every mmap and mremap, in trace order
+	for i, e := range evs {
 		switch e.call {
 		case "mmap":
 			if m := mmapRE.FindStringSubmatch(e.line); m != nil {
 				maps[m[2]] = m[1]
+				mapped = append(mapped, mapping{i, m[2], m[1]})
 				if strings.HasSuffix(m[1], ".vlog") {
 					curVlog = m[1]
 				}
@@ -190,6 +199,7 @@ func windows(t *testing.T, evs []traceEvent) []window {
 			if m := mremapRE.FindStringSubmatch(e.line); m != nil {
 				if f, ok := maps[m[1]]; ok {
 					maps[m[2]] = f
+					mapped = append(mapped, mapping{i, m[2], f})
 				}
 			}
 		case "msync":
@@ -198,6 +208,7 @@ func windows(t *testing.T, evs []traceEvent) []window {
 					cur.synced[f] = true
 				} else {
 					cur.unmapped = append(cur.unmapped, m[1])
+					cur.at = append(cur.at, i)
 				}
 			}
 		case "fsync", "fdatasync":
@@ -219,13 +230,18 @@ func windows(t *testing.T, evs []traceEvent) []window {
 			}
 			require.NotNil(t, cur, "ok line without begin")
 			require.Equal(t, cur.op+cur.n, m[2]+m[3])
-			for _, addr := range cur.unmapped {
-				if f, ok := maps[addr]; ok {
-					cur.synced[f] = true
-				}
-			}
 			out = append(out, *cur)
 			cur = nil
+		}
+	}
+	for w := range out {
+		for k, addr := range out[w].unmapped {
+			for _, mp := range mapped {
+				if mp.at > out[w].at[k] && mp.addr == addr {
+					out[w].synced[mp.file] = true
+					break
+				}
+			}
 		}
 	}
 	return out
