@@ -15,6 +15,7 @@ import (
 
 	"github.com/queenlite/queen"
 	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/internal/repro"
 )
 
 // The executor of the sequential model test: one function per operation,
@@ -45,14 +46,8 @@ func pickG(r *rand.Rand) string { return seqGroupNames[r.IntN(len(seqGroupNames)
 
 // Go literals for the reproducer.
 
-func gq(s string) string { return strconv.Quote(s) }
-
-func gdur(d time.Duration) string {
-	if d%time.Second == 0 {
-		return fmt.Sprintf("%d * time.Second", d/time.Second)
-	}
-	return fmt.Sprintf("time.Duration(%d)", int64(d))
-}
+// gq and gdur write a string and a duration for the reproducer.
+var gq, gdur = repro.Quote, repro.Duration
 
 // gtime is an instant as the reproducer writes it: relative to the clock's start.
 func (m *seqModel) gtime(us int64) string {
@@ -62,63 +57,21 @@ func (m *seqModel) gtime(us int64) string {
 // gstamp is an instant as an RFC 3339 string in the reproducer.
 func (m *seqModel) gstamp(us int64) string { return m.gtime(us) + ".UTC().Format(time.RFC3339Nano)" }
 
-func gpayload(p json.RawMessage) string {
+func gpayload(p []byte) string {
 	if len(p) > 200 {
 		return fmt.Sprintf("big(%d)", len(p))
 	}
 	return "json.RawMessage(" + strconv.Quote(string(p)) + ")"
 }
 
-func gpush(it queen.PushItem) string {
-	var f []string
-	f = append(f, "Queue: "+gq(it.Queue))
-	if it.Partition != "" {
-		f = append(f, "Partition: "+gq(it.Partition))
-	}
-	if it.TransactionID != "" {
-		f = append(f, "TransactionID: "+gq(it.TransactionID))
-	}
-	if it.Namespace != "" || it.Task != "" {
-		f = append(f, "Namespace: "+gq(it.Namespace), "Task: "+gq(it.Task))
-	}
-	if it.TraceID != "" {
-		f = append(f, "TraceID: "+gq(it.TraceID))
-	}
-	f = append(f, "Payload: "+gpayload(it.Payload))
-	return "{" + strings.Join(f, ", ") + "}"
-}
+// gpush and gpushes write pushes for the reproducer.
+func gpush(it queen.PushItem) string { return repro.PushItem(it, gpayload) }
 
-func gpushes(items []queen.PushItem) string {
-	s := make([]string, len(items))
-	for i, it := range items {
-		s[i] = gpush(it)
-	}
-	return "[]queen.PushItem{" + strings.Join(s, ", ") + "}"
-}
+func gpushes(items []queen.PushItem) string { return repro.PushItems(items, gpayload) }
 
+// gpop writes a pop request for the reproducer.
 func (m *seqModel) gpop(req queen.PopRequest) string {
-	var f []string
-	add := func(cond bool, s string) {
-		if cond {
-			f = append(f, s)
-		}
-	}
-	add(req.Queue != "", "Queue: "+gq(req.Queue))
-	add(req.Partition != "", "Partition: "+gq(req.Partition))
-	add(req.Namespace != "", "Namespace: "+gq(req.Namespace))
-	add(req.Task != "", "Task: "+gq(req.Task))
-	add(req.Group != "", "Group: "+gq(req.Group))
-	add(req.Batch != 0, fmt.Sprintf("Batch: %d", req.Batch))
-	add(req.Partitions != 0, fmt.Sprintf("Partitions: %d", req.Partitions))
-	add(req.Wait, "Wait: true")
-	add(req.Timeout != 0, "Timeout: "+gdur(req.Timeout))
-	add(req.Lease != 0, "Lease: "+gdur(req.Lease))
-	add(req.CommitOnDelivery, "CommitOnDelivery: true")
-	add(req.SubscriptionMode != "", "SubscriptionMode: "+gq(string(req.SubscriptionMode)))
-	add(!req.SubscriptionFrom.IsZero(), "SubscriptionFrom: "+m.gtime(req.SubscriptionFrom.UnixMicro()))
-	add(req.Conflation, "Conflation: true")
-	add(req.Autopilot, "Autopilot: true")
-	return "queen.PopRequest{" + strings.Join(f, ", ") + "}"
+	return repro.PopRequest(req, func(t time.Time) string { return m.gtime(t.UnixMicro()) })
 }
 
 func gack(it queen.AckItem, expr, lexpr string) string {

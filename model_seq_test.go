@@ -13,6 +13,7 @@ import (
 
 	"github.com/queenlite/queen"
 	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/internal/repro"
 	"github.com/queenlite/queen/queentest"
 )
 
@@ -276,33 +277,14 @@ func (m *seqModel) guard(hang time.Duration, fn func()) {
 // removal keeps it failing or the time is up.
 func shrinkSeq(seed uint64, ops []seqOp, disk bool, f *seqFailure, budget time.Duration) ([]seqOp, int) {
 	cur := append([]seqOp(nil), ops[:min(len(ops), f.step+1)]...)
-	if budget <= 0 {
-		return cur, 0
-	}
-	deadline := time.Now().Add(budget)
-	tries := 0
 	fails := func(cand []seqOp) ([]seqOp, bool) {
-		tries++
 		r := runSeq(seed, cand, disk, false, 10*time.Second)
 		if r.fail == nil || r.fail.kind != f.kind {
 			return nil, false
 		}
 		return cand[:min(len(cand), r.fail.step+1)], true
 	}
-	for progress := true; progress && time.Now().Before(deadline); {
-		progress = false
-		for chunk := max(len(cur)/2, 1); chunk >= 1 && time.Now().Before(deadline); chunk /= 2 {
-			for i := 0; i < len(cur) && time.Now().Before(deadline); {
-				cand := append(append([]seqOp(nil), cur[:i]...), cur[min(len(cur), i+chunk):]...)
-				if next, ok := fails(cand); ok {
-					cur, progress = next, true
-					continue
-				}
-				i += chunk
-			}
-		}
-	}
-	return cur, tries
+	return repro.Shrink(cur, budget, fails)
 }
 
 // emit adds a line of Go code to the reproducer.

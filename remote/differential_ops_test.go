@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/repro"
 )
 
 // The operations of the differential test: each draws its parameters from
@@ -237,77 +238,26 @@ func (x *dex) listGroups(g string) {
 
 // Go literals for the reproducer.
 
-func gq(s string) string { return strconv.Quote(s) }
-
-func gdur(d time.Duration) string {
-	switch {
-	case d == 0:
-		return "0"
-	case d%time.Second == 0:
-		return fmt.Sprintf("%d * time.Second", d/time.Second)
-	case d%time.Millisecond == 0:
-		return fmt.Sprintf("%d * time.Millisecond", d/time.Millisecond)
-	}
-	return fmt.Sprintf("time.Duration(%d)", int64(d))
-}
+// gq and gdur write a string and a duration for the reproducer.
+var gq, gdur = repro.Quote, repro.Duration
 
 // gtime writes an instant relative to the clock's start.
 func (x *dex) gtime(t time.Time) string { return "d.start.Add(" + gdur(t.Sub(x.d.start)) + ")" }
 
-func gpayload(p json.RawMessage) string {
+func gpayload(p []byte) string {
 	if p == nil {
 		return "nil"
 	}
 	return "json.RawMessage(" + strconv.Quote(string(p)) + ")"
 }
 
-func gpush(it queen.PushItem) string {
-	f := []string{"Queue: " + gq(it.Queue)}
-	if it.Partition != "" {
-		f = append(f, "Partition: "+gq(it.Partition))
-	}
-	if it.TransactionID != "" {
-		f = append(f, "TransactionID: "+gq(it.TransactionID))
-	}
-	if it.TraceID != "" {
-		f = append(f, "TraceID: "+gq(it.TraceID))
-	}
-	if it.Namespace != "" || it.Task != "" {
-		f = append(f, "Namespace: "+gq(it.Namespace), "Task: "+gq(it.Task))
-	}
-	f = append(f, "Payload: "+gpayload(it.Payload))
-	return "{" + strings.Join(f, ", ") + "}"
-}
+// gpush and gpushes write pushes for the reproducer.
+func gpush(it queen.PushItem) string { return repro.PushItem(it, gpayload) }
 
-func gpushes(items []queen.PushItem) string {
-	s := make([]string, len(items))
-	for i, it := range items {
-		s[i] = gpush(it)
-	}
-	return "[]queen.PushItem{" + strings.Join(s, ", ") + "}"
-}
+func gpushes(items []queen.PushItem) string { return repro.PushItems(items, gpayload) }
 
-func (x *dex) gpop(req queen.PopRequest) string {
-	var f []string
-	add := func(cond bool, s string) {
-		if cond {
-			f = append(f, s)
-		}
-	}
-	add(req.Queue != "", "Queue: "+gq(req.Queue))
-	add(req.Partition != "", "Partition: "+gq(req.Partition))
-	add(req.Namespace != "", "Namespace: "+gq(req.Namespace))
-	add(req.Task != "", "Task: "+gq(req.Task))
-	add(req.Group != "", "Group: "+gq(req.Group))
-	add(req.Batch != 0, fmt.Sprintf("Batch: %d", req.Batch))
-	add(req.Partitions != 0, fmt.Sprintf("Partitions: %d", req.Partitions))
-	add(req.Lease != 0, "Lease: "+gdur(req.Lease))
-	add(req.CommitOnDelivery, "CommitOnDelivery: true")
-	add(req.SubscriptionMode != "", "SubscriptionMode: "+gq(string(req.SubscriptionMode)))
-	add(!req.SubscriptionFrom.IsZero(), "SubscriptionFrom: "+x.gtime(req.SubscriptionFrom))
-	add(req.Conflation, "Conflation: true")
-	return "queen.PopRequest{" + strings.Join(f, ", ") + "}"
-}
+// gpop writes a pop request for the reproducer.
+func (x *dex) gpop(req queen.PopRequest) string { return repro.PopRequest(req, x.gtime) }
 
 func gackFields(it queen.AckItem, leaseExpr string) string {
 	var f []string

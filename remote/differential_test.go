@@ -19,6 +19,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/queenlite/queen/internal/repro"
 )
 
 var (
@@ -138,33 +140,14 @@ func runDiff(seed uint64, ops []diffOp, record bool) diffResult {
 // or the time is up.
 func shrinkDiff(seed uint64, ops []diffOp, f *diffFailure, budget time.Duration) ([]diffOp, int) {
 	cur := append([]diffOp(nil), ops[:min(len(ops), f.step+1)]...)
-	if budget <= 0 {
-		return cur, 0
-	}
-	deadline := time.Now().Add(budget)
-	tries := 0
 	fails := func(cand []diffOp) ([]diffOp, bool) {
-		tries++
 		r := runDiff(seed, cand, false)
 		if r.fail == nil || r.fail.kind != f.kind {
 			return nil, false
 		}
 		return cand[:min(len(cand), r.fail.step+1)], true
 	}
-	for progress := true; progress && time.Now().Before(deadline); {
-		progress = false
-		for chunk := max(len(cur)/2, 1); chunk >= 1 && time.Now().Before(deadline); chunk /= 2 {
-			for i := 0; i < len(cur) && time.Now().Before(deadline); {
-				cand := append(append([]diffOp(nil), cur[:i]...), cur[min(len(cur), i+chunk):]...)
-				if next, ok := fails(cand); ok {
-					cur, progress = next, true
-					continue
-				}
-				i += chunk
-			}
-		}
-	}
-	return cur, tries
+	return repro.Shrink(cur, budget, fails)
 }
 
 // reproducer is the recorded run as a test function for this package.
