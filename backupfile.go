@@ -53,8 +53,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // backupHeader is what a backup file says about itself.
 type backupHeader struct {
-	Format      int    // store format of the store backed up
-	Since, Next uint64 // see Broker.Backup
+	Format      int       // store format of the store backed up
+	Since, Next uint64    // see Broker.Backup
 	Store       uuid.UUID // the id in the store's format record
 }
 

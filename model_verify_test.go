@@ -1110,7 +1110,7 @@ func (m *seqModel) opReopen() {
 		}
 	}
 	m.counters = smCounters{acked: map[queen.AckStatus]int64{}}
-	clear(m.early)  // remembered in memory only
+	clear(m.early) // remembered in memory only
 	// maintenance mode is stored: it stays as it was
 	post := m.snapshot()
 	for k, v := range pre {
