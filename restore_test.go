@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
@@ -18,21 +19,34 @@ import (
 )
 
 // backupChain returns a full backup of a small store and two increments
-// after it, each with writes of its own, and the broker.
+// after it, and the broker. The first increment only changes records the
+// full backup has (a cursor), so only the chain's versions tell a restore
+// that it is missing; the second adds a partition. Transaction ids are
+// fixed, so two stores built by backupChain hold the same keys.
 func backupChain(t *testing.T) (b *queen.Broker, full, inc1, inc2 []byte) {
 	t.Helper()
 	b = openStore(t, t.TempDir(), itest.NewClock())
-	pushN(t, b, "q", "a", 5)
+	for _, p := range []string{"a", "b"} {
+		for i := range 3 {
+			pushOne(t, b, "q", p, fmt.Sprintf("%s-%d", p, i), fmt.Sprintf(`{"i":%d}`, i))
+		}
+	}
+	consume := func() {
+		r := pop(t, b, queen.PopRequest{Queue: "q", Partition: "a", Group: "g", Batch: 1, SubscriptionMode: queen.SubscriptionModeAll})
+		require.Len(t, r.Messages, 1)
+		ackAll(t, b, r.Messages, queen.AckCompleted)
+	}
+	consume()
 	var w bytes.Buffer
 	next, err := b.Backup(bg, &w, 0)
 	require.NoError(t, err)
 	full = bytes.Clone(w.Bytes())
-	pushN(t, b, "q", "b", 3)
+	consume()
 	w.Reset()
 	next, err = b.Backup(bg, &w, next)
 	require.NoError(t, err)
 	inc1 = bytes.Clone(w.Bytes())
-	pushN(t, b, "q", "c", 2)
+	pushOne(t, b, "q", "c", "c-0", `{"c":0}`)
 	w.Reset()
 	_, err = b.Backup(bg, &w, next)
 	require.NoError(t, err)
@@ -142,7 +156,7 @@ func TestRestore_RefusesANonEmptyDirectory(t *testing.T) {
 	r := openStore(t, empty, itest.NewClock())
 	qs, err := r.QueueStats(bg, "q")
 	require.NoError(t, err)
-	require.Equal(t, int64(5), qs.Messages)
+	require.Equal(t, int64(6), qs.Messages)
 }
 
 func TestRestore_Arguments(t *testing.T) {
