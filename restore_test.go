@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -200,5 +201,35 @@ func TestRestore_NewerFormatIsRefused(t *testing.T) {
 	require.ErrorIs(t, err, queen.ErrIncompatibleStore)
 	require.Equal(t, queen.StoreFormat+1, ie.Found)
 	require.Equal(t, queen.StoreFormat, ie.Supported)
+	requireNothingRestored(t, dir)
+}
+
+// TestRestore_MissingChunkIsRefused cuts a whole chunk, checksum and all,
+// out of a backup of several: only the end record's count tells.
+func TestRestore_MissingChunkIsRefused(t *testing.T) {
+	t.Parallel()
+	b := openStore(t, t.TempDir(), itest.NewClock())
+	payload := fmt.Sprintf(`{"pad":%q}`, bytes.Repeat([]byte("x"), 4000))
+	for i := range 3 {
+		items := make([]queen.PushItem, 200)
+		for k := range items {
+			items[k] = queen.PushItem{Queue: "big", Partition: fmt.Sprint(i), Payload: json.RawMessage(payload)}
+		}
+		_, err := b.Push(bg, items)
+		require.NoError(t, err)
+	}
+	var w bytes.Buffer
+	_, err := b.Backup(bg, &w, 0)
+	require.NoError(t, err)
+	full := w.Bytes()
+	var starts []int // offsets of the chunks
+	for at := 52; at < len(full); {
+		starts = append(starts, at)
+		at += 1 + 4 + int(binary.BigEndian.Uint32(full[at+1:])) + 4
+	}
+	require.GreaterOrEqual(t, len(starts), 3, "the test needs a backup of several chunks")
+	cut := append(bytes.Clone(full[:starts[1]]), full[starts[2]:]...)
+	dir := filepath.Join(t.TempDir(), "store")
+	require.ErrorIs(t, queen.Restore(bg, dir, nil, readers(cut)...), queen.ErrCorruptBackup)
 	requireNothingRestored(t, dir)
 }
