@@ -11,6 +11,22 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// pushPadded pushes n messages of a pad bytes long to each of partitions
+// "0", "1", ... of queue, and returns the payload.
+func pushPadded(t *testing.T, b *queen.Broker, queue string, partitions, n, pad int) string {
+	t.Helper()
+	payload := fmt.Sprintf(`{"pad":%q}`, strings.Repeat("x", pad))
+	for p := range partitions {
+		items := make([]queen.PushItem, n)
+		for i := range items {
+			items[i] = queen.PushItem{Queue: queue, Partition: fmt.Sprint(p), Payload: json.RawMessage(payload)}
+		}
+		_, err := b.Push(bg, items)
+		require.NoError(t, err)
+	}
+	return payload
+}
+
 // queueReport finds name in rep.
 func queueReport(t *testing.T, rep *queen.StoreReport, name string) queen.QueueReport {
 	t.Helper()
@@ -31,15 +47,7 @@ func TestStoreReport_SizesPerQueue(t *testing.T) {
 	dir := t.TempDir()
 	clock := itest.NewClock()
 	b := openStore(t, dir, clock)
-	big := fmt.Sprintf(`{"pad":%q}`, strings.Repeat("x", 2000))
-	for p := range 4 {
-		items := make([]queen.PushItem, 50)
-		for i := range items {
-			items[i] = queen.PushItem{Queue: "big", Partition: fmt.Sprint(p), Payload: json.RawMessage(big)}
-		}
-		_, err := b.Push(bg, items)
-		require.NoError(t, err)
-	}
+	big := pushPadded(t, b, "big", 4, 50, 2000)
 	pushN(t, b, "small", "", 100)
 
 	// A message of "big" takes its payload plus some 100 bytes of key,

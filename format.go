@@ -63,6 +63,15 @@ func readFormat(txn *badger.Txn) (formatRecord, bool, error) {
 	return fr, true, nil
 }
 
+// storedFormat is readFormat in a read transaction of its own.
+func storedFormat(db *badger.DB) (fr formatRecord, has bool, err error) {
+	err = db.View(func(txn *badger.Txn) error {
+		fr, has, err = readFormat(txn)
+		return err
+	})
+	return fr, has, err
+}
+
 // checkFormat refuses a format this release cannot read.
 func checkFormat(dir string, found int) error {
 	if found > StoreFormat {
@@ -82,12 +91,8 @@ func checkFormat(dir string, found int) error {
 // was cut short is upgraded again at the next Open. A new store gets the
 // record at once.
 func prepareFormat(db *badger.DB, dir string) error {
-	var fr formatRecord
-	var has bool
-	if err := db.View(func(txn *badger.Txn) (err error) {
-		fr, has, err = readFormat(txn)
-		return err
-	}); err != nil {
+	fr, has, err := storedFormat(db)
+	if err != nil {
 		return storageErr("read format", err)
 	}
 	if err := checkFormat(dir, fr.Format); err != nil {

@@ -108,11 +108,7 @@ func (b *Broker) StoreReport(ctx context.Context) (*StoreReport, error) {
 	}
 	defer b.leave()
 	r := &StoreReport{Dir: b.db.Opts().Dir}
-	var fr formatRecord
-	err := b.db.View(func(txn *badger.Txn) (err error) {
-		fr, _, err = readFormat(txn)
-		return err
-	})
+	fr, _, err := storedFormat(b.db)
 	if err != nil {
 		return nil, storageErr("report", err)
 	}
@@ -160,12 +156,8 @@ func Inspect(ctx context.Context, dir string, opts *Options) (*StoreReport, erro
 	}
 	defer db.Close()
 	r := &StoreReport{Dir: dir}
-	var fr formatRecord
-	var has bool
-	if err := db.View(func(txn *badger.Txn) (err error) {
-		fr, has, err = readFormat(txn)
-		return err
-	}); err != nil {
+	fr, has, err := storedFormat(db)
+	if err != nil {
 		return nil, storageErr("inspect", err)
 	}
 	if err := checkFormat(dir, fr.Format); err != nil {

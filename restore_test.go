@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -209,15 +208,7 @@ func TestRestore_NewerFormatIsRefused(t *testing.T) {
 func TestRestore_MissingChunkIsRefused(t *testing.T) {
 	t.Parallel()
 	b := openStore(t, t.TempDir(), itest.NewClock())
-	payload := fmt.Sprintf(`{"pad":%q}`, bytes.Repeat([]byte("x"), 4000))
-	for i := range 3 {
-		items := make([]queen.PushItem, 200)
-		for k := range items {
-			items[k] = queen.PushItem{Queue: "big", Partition: fmt.Sprint(i), Payload: json.RawMessage(payload)}
-		}
-		_, err := b.Push(bg, items)
-		require.NoError(t, err)
-	}
+	pushPadded(t, b, "big", 3, 200, 4000)
 	var w bytes.Buffer
 	_, err := b.Backup(bg, &w, 0)
 	require.NoError(t, err)
