@@ -34,7 +34,9 @@ import (
 // whole duration (Badger then keeps the versions it reads); it blocks
 // no writer. A since ahead of the store is [ErrInvalidArgument]. ctx
 // cancels it between chunks; what was written to w is then not a valid
-// backup (it has no end record).
+// backup (it has no end record). A running Backup is a call like any
+// other for [Broker.Close], which waits for it up to 10 seconds: cancel
+// ctx to end it first.
 func (b *Broker) Backup(ctx context.Context, w io.Writer, since uint64) (next uint64, err error) {
 	if err := b.enter(); err != nil {
 		return 0, err

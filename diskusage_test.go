@@ -13,7 +13,7 @@ import (
 
 // pushPadded pushes n messages of a pad bytes long to each of partitions
 // "0", "1", ... of queue, and returns the payload.
-func pushPadded(t *testing.T, b *queen.Broker, queue string, partitions, n, pad int) string {
+func pushPadded(t testing.TB, b *queen.Broker, queue string, partitions, n, pad int) string {
 	t.Helper()
 	payload := fmt.Sprintf(`{"pad":%q}`, strings.Repeat("x", pad))
 	for p := range partitions {
