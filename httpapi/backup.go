@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/queenlite/queen"
 )
@@ -53,7 +54,13 @@ func (h *handler) backup(w http.ResponseWriter, r *http.Request) {
 		}
 		since = n
 	}
-	cw := &countingWriter{w: w}
+	// A backup takes as long as the store is big: the server's timeouts
+	// (cmd/queen's are 2 minutes) must not cut it. The read deadline
+	// would cancel the request's context; the write deadline is moved
+	// forward at each chunk, so a client that stops reading still ends it.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{}) // where the ResponseWriter cannot, the server's timeouts stand
+	cw := &countingWriter{w: w, rc: rc}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Disposition", `attachment; filename="queen.backup"`)
 	w.Header().Set(HeaderBackupSince, strconv.FormatUint(since, 10))
@@ -74,13 +81,20 @@ func (h *handler) backup(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(HeaderBackupNext, strconv.FormatUint(next, 10))
 }
 
-// countingWriter counts the bytes written through it.
+// backupWriteIdle is how long a write of the backup may wait for the
+// client to read.
+const backupWriteIdle = time.Minute
+
+// countingWriter counts the bytes written through it and moves the write
+// deadline before each write.
 type countingWriter struct {
-	w io.Writer
-	n int64
+	w  io.Writer
+	rc *http.ResponseController
+	n  int64
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
+	_ = c.rc.SetWriteDeadline(time.Now().Add(backupWriteIdle))
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err

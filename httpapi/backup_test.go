@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/httpapi"
@@ -79,4 +80,25 @@ func TestStatus_ReportsTheStore(t *testing.T) {
 	require.Equal(t, "q", q["name"])
 	require.EqualValues(t, 5, q["messages"])
 	require.Greater(t, q["approxBytes"].(float64), float64(5*50))
+}
+
+// TestBackupRoute_OutlivesServerTimeouts: a server whose write timeout
+// passed before the handler ran (1 ns) still streams the whole backup, as
+// a long backup outlives cmd/queen's 2-minute timeouts.
+func TestBackupRoute_OutlivesServerTimeouts(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil, nil)
+	e.push("q", "", "a", map[string]int{"n": 1})
+	srv := httptest.NewUnstartedServer(e.h)
+	srv.Config.WriteTimeout = time.Nanosecond
+	srv.Start()
+	defer srv.Close()
+	res, err := http.Get(srv.URL + "/api/v1/system/backup")
+	require.NoError(t, err)
+	var body bytes.Buffer
+	_, err = body.ReadFrom(res.Body)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.NotEmpty(t, res.Trailer.Get(httpapi.HeaderBackupNext))
+	require.NoError(t, queen.Restore(context.Background(), filepath.Join(t.TempDir(), "r"), nil, bytes.NewReader(body.Bytes())))
 }
