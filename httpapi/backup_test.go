@@ -15,6 +15,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// getBackup reads the whole answer of the backup route of the server at
+// url, trailers included.
+func getBackup(t *testing.T, url string) (*http.Response, *bytes.Buffer) {
+	t.Helper()
+	res, err := http.Get(url + "/api/v1/system/backup")
+	require.NoError(t, err)
+	defer res.Body.Close()
+	var body bytes.Buffer
+	_, err = body.ReadFrom(res.Body)
+	require.NoError(t, err)
+	return res, &body
+}
+
 func TestBackupRoute(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil, nil)
@@ -22,12 +35,7 @@ func TestBackupRoute(t *testing.T) {
 	srv := httptest.NewServer(e.h)
 	defer srv.Close()
 
-	res, err := http.Get(srv.URL + "/api/v1/system/backup")
-	require.NoError(t, err)
-	var body bytes.Buffer
-	_, err = body.ReadFrom(res.Body)
-	require.NoError(t, err)
-	res.Body.Close()
+	res, body := getBackup(t, srv.URL)
 	require.Equal(t, http.StatusOK, res.StatusCode)
 	require.Equal(t, "application/octet-stream", res.Header.Get("Content-Type"))
 	require.Equal(t, "0", res.Header.Get(httpapi.HeaderBackupSince))
@@ -93,12 +101,7 @@ func TestBackupRoute_OutlivesServerTimeouts(t *testing.T) {
 	srv.Config.WriteTimeout = time.Nanosecond
 	srv.Start()
 	defer srv.Close()
-	res, err := http.Get(srv.URL + "/api/v1/system/backup")
-	require.NoError(t, err)
-	var body bytes.Buffer
-	_, err = body.ReadFrom(res.Body)
-	require.NoError(t, err)
-	res.Body.Close()
+	res, body := getBackup(t, srv.URL)
 	require.NotEmpty(t, res.Trailer.Get(httpapi.HeaderBackupNext))
 	require.NoError(t, queen.Restore(context.Background(), filepath.Join(t.TempDir(), "r"), nil, bytes.NewReader(body.Bytes())))
 }
