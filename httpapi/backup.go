@@ -81,6 +81,10 @@ func (h *handler) backup(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(HeaderBackupNext, strconv.FormatUint(next, 10))
 }
 
+// netNow is the machine's clock, for connection deadlines only: those are
+// the network's, which the broker's clock (Broker.Now) knows nothing of.
+var netNow = time.Now
+
 // backupWriteIdle is how long a write of the backup may wait for the
 // client to read.
 const backupWriteIdle = time.Minute
@@ -94,7 +98,7 @@ type countingWriter struct {
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
-	_ = c.rc.SetWriteDeadline(time.Now().Add(backupWriteIdle))
+	_ = c.rc.SetWriteDeadline(netNow().Add(backupWriteIdle))
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
