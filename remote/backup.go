@@ -43,7 +43,11 @@ func (c *Client) Backup(ctx context.Context, w io.Writer, since uint64) (uint64,
 	if err != nil {
 		return 0, &TransportError{Op: req.op, URL: c.redacted(req), Err: err}
 	}
-	c.setHeaders(hr, "application/octet-stream")
+	hr.Header.Set("Accept", "application/octet-stream")
+	hr.Header.Set("User-Agent", "queen-remote/"+queen.Version)
+	if c.token != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	res, err := c.hc.Do(hr)
 	if err != nil {
 		if c.closed.Load() {

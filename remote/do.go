@@ -142,7 +142,11 @@ func (c *Client) once(ctx context.Context, req *request, body []byte) (*answer, 
 	if body != nil {
 		hr.Header.Set("Content-Type", "application/json")
 	}
-	c.setHeaders(hr, "application/json")
+	hr.Header.Set("Accept", "application/json")
+	hr.Header.Set("User-Agent", "queen-remote/"+queen.Version)
+	if c.token != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	res, err := c.hc.Do(hr)
 	if err != nil {
 		return nil, err
@@ -156,16 +160,6 @@ func (c *Client) once(ctx context.Context, req *request, body []byte) (*answer, 
 		return nil, fmt.Errorf("answer larger than %d bytes", maxAnswer)
 	}
 	return &answer{status: res.StatusCode, body: data}, nil
-}
-
-// setHeaders sets what every request of the client carries: what it
-// accepts, who it is, and the token.
-func (c *Client) setHeaders(hr *http.Request, accept string) {
-	hr.Header.Set("Accept", accept)
-	hr.Header.Set("User-Agent", "queen-remote/"+queen.Version)
-	if c.token != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.token)
-	}
 }
 
 func (c *Client) urlOf(req *request) string {
