@@ -116,15 +116,23 @@ func TestServers_BackoffDoublesToItsCap(t *testing.T) {
 	require.NoError(t, err)
 	ss := newServers(list, 4, time.Second, 5*time.Second, clock.Now)
 	s := list[0]
-	for _, want := range []time.Duration{1, 2, 4, 5, 5} {
+	for i, want := range []time.Duration{1, 2, 4, 5, 5} {
 		ss.failed(s, 0, "answered 500")
+		ss.failed(s, 0, "answered 502") // in flight when it went down: the same failure
 		st := ss.states()[0]
 		require.False(t, st.Healthy)
+		require.Equal(t, i+1, st.Failures)
 		require.Equal(t, want*time.Second, st.ReadmitAt.Sub(clock.Now()), "failure %d", st.Failures)
-		require.Equal(t, "answered 500", st.LastError)
+		require.Equal(t, "answered 502", st.LastError)
+		clock.Advance(want * time.Second)
+		require.True(t, ss.states()[0].Healthy, "re-admitted after %s", want*time.Second)
 	}
 	ss.failed(s, time.Minute, "answered 503")
 	require.Equal(t, time.Minute, ss.states()[0].ReadmitAt.Sub(clock.Now()), "a Retry-After beyond the back-off")
+	ss.failed(s, 2*time.Minute, "answered 503")
+	require.Equal(t, 2*time.Minute, ss.states()[0].ReadmitAt.Sub(clock.Now()), "a later Retry-After off the ring")
+	ss.failed(s, 0, "answered 500")
+	require.Equal(t, 2*time.Minute, ss.states()[0].ReadmitAt.Sub(clock.Now()), "never brought forward")
 	ss.answered(s)
 	st := ss.states()[0]
 	require.Equal(t, ServerState{URL: q1, Healthy: true}, st, "an answer readmits at once and forgets the failures")
@@ -150,11 +158,12 @@ func TestServers_RoundRobinOverHealthy(t *testing.T) {
 	require.Equal(t, map[string]int{q1: 2, q2: 2, q3: 2}, count())
 	ss.failed(list[1], 0, "dial: connection refused")
 	require.Equal(t, map[string]int{q1: 3, q3: 3}, count())
-	ss.failed(list[0], 0, "x")
-	ss.failed(list[0], 0, "x") // due back in 2 s
-	ss.failed(list[2], 0, "x") // due back in 1 s, as list[1]
-	clock.Advance(500 * time.Millisecond)
-	require.Same(t, list[1], ss.pick(""), "none healthy: the first of those due back first")
+	clock.Advance(200 * time.Millisecond)
+	ss.failed(list[0], 0, "x") // due back 200 ms after list[1]
+	clock.Advance(300 * time.Millisecond)
+	ss.failed(list[2], 0, "x") // 500 ms after
+	clock.Advance(100 * time.Millisecond)
+	require.Same(t, list[1], ss.pick(""), "none healthy: the one due back first")
 	require.Same(t, list[1], ss.pick("orders:*:g"))
 }
 

@@ -20,8 +20,9 @@ type ServerState struct {
 	// server is re-admitted: at ReadmitAt, or when it answers a call sent
 	// to it because no server was healthy.
 	Healthy bool
-	// Failures is how many calls in a row failed on the server since it
-	// last answered.
+	// Failures is how many times in a row the server failed since it last
+	// answered: once each time it was on the ring (the calls in flight to
+	// it when it went down are one failure).
 	Failures int
 	// ReadmitAt is when an unhealthy server goes back on the ring; zero
 	// for a healthy one.
@@ -177,21 +178,29 @@ func (ss *servers) readmitLocked() {
 
 // failed takes s off the ring after a transport failure or a 5xx answer,
 // for the back-off (doubled for each failure in a row since it last
-// answered, up to backoffMax) or for at least the answer's Retry-After.
+// answered, up to backoffMax) or for at least the answer's Retry-After. A
+// server already off the ring does not fail again: the other calls that
+// were in flight to it when it went down (or that went to it because no
+// server was healthy) are the same outage, and only a Retry-After can
+// keep it off longer.
 func (ss *servers) failed(s *server, retryAfter time.Duration, why string) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	s.lastErr = why
+	if !s.healthy {
+		if t := ss.now().Add(retryAfter); t.After(s.readmit) {
+			s.readmit = t
+		}
+		return
+	}
 	s.failures++
 	d := ss.backoff
 	for i := 1; i < s.failures && d < ss.backoffMax; i++ {
 		d *= 2
 	}
 	d = max(min(d, ss.backoffMax), retryAfter)
-	s.readmit, s.lastErr = ss.now().Add(d), why
-	if s.healthy {
-		s.healthy = false
-		ss.rebuildLocked()
-	}
+	s.readmit, s.healthy = ss.now().Add(d), false
+	ss.rebuildLocked()
 }
 
 // answered records that s answered (any status but a 5xx): it is healthy
