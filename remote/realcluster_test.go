@@ -46,7 +46,7 @@ func TestRealQueen_ClusterSurvivesLosingAServer(t *testing.T) {
 			pidOf[urls[i]] = pid
 		}
 	}
-	const parts, perPart, batch = 6, 100, 10
+	const parts, perPart, batch, resume = 6, 100, 10, 50
 	c, err := remote.Dial(strings.Join(urls, ","), &remote.Options{Server: remote.ServerQueen, RetryBackoff: 10 * time.Millisecond})
 	require.NoError(t, err)
 	defer c.Close()
@@ -81,8 +81,8 @@ func TestRealQueen_ClusterSurvivesLosingAServer(t *testing.T) {
 
 	var mu sync.Mutex
 	handled := map[string]int{}
-	count, afterKill := 0, 0
-	var killedAt, resumedAt time.Time
+	count, afterKill, ackErrs := 0, 0, 0
+	var firstAt, killedAt, resumedAt time.Time
 	kill := make(chan struct{})
 	done := make(chan struct{})
 	start := time.Now()
@@ -92,9 +92,13 @@ func TestRealQueen_ClusterSurvivesLosingAServer(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			handled[m.TransactionID]++
-			count++
+			if count++; count == 1 {
+				firstAt = time.Now()
+			}
 			if !killedAt.IsZero() {
-				if afterKill++; afterKill == 1 {
+				// More than the loop can hold (3 handlers, batches of 10):
+				// these came from pops sent after the kill.
+				if afterKill++; afterKill == resume {
 					resumedAt = time.Now()
 				}
 			}
@@ -106,6 +110,13 @@ func TestRealQueen_ClusterSurvivesLosingAServer(t *testing.T) {
 				done = nil
 			}
 			return nil
+		}).
+		OnSettled(func(s queen.Settlement) {
+			if s.AckErr != nil {
+				mu.Lock()
+				ackErrs++
+				mu.Unlock()
+			}
 		})
 	finished := done
 	require.NoError(t, cons.Start(ctx))
@@ -144,7 +155,8 @@ func TestRealQueen_ClusterSurvivesLosingAServer(t *testing.T) {
 	for _, n := range handled {
 		dups += n - 1
 	}
-	t.Logf("%d messages over %d servers, one killed (SIGKILL) after %d: all delivered in %s; first message after the kill %s after it; "+
-		"%d delivered again (duplicates); the dead server: %+v",
-		total, len(urls), total/4, end.Sub(start).Round(time.Millisecond), resumedAt.Sub(killedAt).Round(time.Millisecond), dups, victimState)
+	t.Logf("%d messages over %d servers, one killed (SIGKILL) after %d: all delivered in %s; the %d before the kill took %s, "+
+		"the %d after it %s; %d acks refused or cut, %d delivered again (duplicates); the dead server: %+v",
+		total, len(urls), total/4, end.Sub(start).Round(time.Millisecond), total/4, killedAt.Sub(firstAt).Round(time.Millisecond),
+		resume, resumedAt.Sub(killedAt).Round(time.Millisecond), ackErrs, dups, victimState)
 }
