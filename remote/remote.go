@@ -90,8 +90,8 @@ type Options struct {
 	// Defaults to the system clock; tests inject a fake one.
 	Clock queen.Clock
 
-	// Server says which kind of server BaseURL is. Defaults to
-	// [ServerDetect].
+	// Server says which kind of server BaseURL is (all of them, for
+	// several). Defaults to [ServerDetect].
 	Server Server
 
 	// URLs lists the servers' base URLs, for a [Dial] given "" as its
