@@ -490,3 +490,39 @@ func TestCluster_ConsumeSurvivesLosingAServer(t *testing.T) {
 	}
 	t.Logf("%d messages, %d leased through the dead server and delivered again, %d duplicates", len(partOf), len(lost), dups)
 }
+
+// A call the caller gave up on says nothing of the server; one the server
+// did not answer within RequestTimeout does.
+func TestCluster_OnlyTheServersFailuresMark(t *testing.T) {
+	t.Parallel()
+	arrived := make(chan struct{}, 4)
+	hold := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-r.Context().Done()
+	}))
+	defer hold.Close()
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"status":"healthy"}`))
+	}))
+	defer ok.Close()
+	c, err := remote.Dial(hold.URL+","+ok.URL, &remote.Options{Server: remote.ServerQueenLite, RequestTimeout: time.Minute})
+	require.NoError(t, err)
+	defer c.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-arrived
+		cancel()
+	}()
+	require.ErrorIs(t, c.Ping(ctx), context.Canceled) // round-robin: the holding server first
+	require.True(t, c.Servers()[0].Healthy, "the caller's cancel is not the server's failure")
+
+	c2, err := remote.Dial(hold.URL+","+ok.URL, &remote.Options{Server: remote.ServerQueenLite, RequestTimeout: 50 * time.Millisecond})
+	require.NoError(t, err)
+	defer c2.Close()
+	require.NoError(t, c2.Ping(context.Background()), "the other server answered the retry")
+	<-arrived
+	st := c2.Servers()[0]
+	require.False(t, st.Healthy, "no answer within RequestTimeout")
+	require.Contains(t, st.LastError, "deadline exceeded")
+}

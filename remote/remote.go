@@ -167,24 +167,20 @@ func Dial(baseURL string, opts *Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts != nil {
-		o = *opts
+	for _, d := range []struct {
+		field string
+		d     time.Duration
+	}{{"RequestTimeout", o.RequestTimeout}, {"RetryBackoff", o.RetryBackoff}, {"DrainTimeout", o.DrainTimeout},
+		{"ReadmitBackoff", o.ReadmitBackoff}, {"ReadmitBackoffMax", o.ReadmitBackoffMax}} {
+		if d.d < 0 {
+			return nil, &queen.ArgumentError{Field: "Options." + d.field, Reason: "must not be negative"}
+		}
 	}
 	switch {
-	case o.RequestTimeout < 0:
-		return nil, &queen.ArgumentError{Field: "Options.RequestTimeout", Reason: "must not be negative"}
-	case o.RetryBackoff < 0:
-		return nil, &queen.ArgumentError{Field: "Options.RetryBackoff", Reason: "must not be negative"}
-	case o.DrainTimeout < 0:
-		return nil, &queen.ArgumentError{Field: "Options.DrainTimeout", Reason: "must not be negative"}
 	case o.Server < ServerDetect || o.Server > ServerQueen:
 		return nil, &queen.ArgumentError{Field: "Options.Server", Reason: fmt.Sprintf("unknown value %d", int(o.Server))}
 	case o.VirtualNodes < 0:
 		return nil, &queen.ArgumentError{Field: "Options.VirtualNodes", Reason: "must not be negative"}
-	case o.ReadmitBackoff < 0:
-		return nil, &queen.ArgumentError{Field: "Options.ReadmitBackoff", Reason: "must not be negative"}
-	case o.ReadmitBackoffMax < 0:
-		return nil, &queen.ArgumentError{Field: "Options.ReadmitBackoffMax", Reason: "must not be negative"}
 	}
 	c := &Client{base: list[0].base, hc: o.HTTPClient, token: o.Token, timeout: o.RequestTimeout, retries: o.Retries,
 		backoff: o.RetryBackoff, log: o.Logger}
