@@ -185,3 +185,23 @@ func TestAffinityKeys(t *testing.T) {
 	require.Empty(t, pushRoute([]queen.PushItem{{Queue: "orders"}, {Queue: "emails"}}), "two queues: round-robin")
 	require.Empty(t, pushRoute(nil))
 }
+
+// What choosing a server adds to each request: one server, three with a
+// key, three without.
+func BenchmarkServers_Pick(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		urls []string
+		key  string
+	}{{"one", []string{q1}, "orders:*:g"}, {"three-keyed", []string{q1, q2, q3}, "orders:*:g"}, {"three-round-robin", []string{q1, q2, q3}, ""}} {
+		b.Run(c.name, func(b *testing.B) {
+			list, err := parseServers(c.urls, "baseURL")
+			require.NoError(b, err)
+			ss := newServers(list, DefaultVirtualNodes, time.Second, time.Minute, time.Now)
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = ss.pick(c.key)
+			}
+		})
+	}
+}
