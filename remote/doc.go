@@ -74,7 +74,10 @@
 // push of several lanes, acks, renewals, transactions, admin calls) goes
 // round-robin over the healthy servers. Acks and renewals of a lease taken
 // through one server may go to any other: the servers share the storage,
-// and the lease is in it (cmd/queen fronts over one broker are the same).
+// and the lease is in it (as it is for several httpapi handlers of one
+// [queen.Broker]). Do not list servers that do not share one storage, such
+// as two cmd/queen processes with their own data directories: each would
+// see only what was sent to it (see docs/cluster.md, Deployments).
 //
 // The ring: each server URL, without a trailing "/", gets
 // [DefaultVirtualNodes] points (or [Options].VirtualNodes), at
@@ -92,8 +95,8 @@
 //	jobs:*:workers           queen-3   (queen-3 down: queen-1)
 //	q145:*:__QUEUE_MODE__    queen-1   (above every point: the last one's)
 //
-// Health: a transport failure or a 5xx answer (but 501, a missing route)
-// takes the server off the ring, and the calls it would have served go to
+// Health: a transport failure or a 5xx answer (other than a 501: the
+// server lacks the route) takes the server off the ring, and the calls it would have served go to
 // the next server on it; a 4xx or a 429 is an answer and changes nothing.
 // The server comes back after [Options].ReadmitBackoff (1 s), doubled for
 // each failure in a row up to ReadmitBackoffMax (30 s), measured on
