@@ -39,7 +39,12 @@ func (c *Client) Backup(ctx context.Context, w io.Writer, since uint64) (uint64,
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(c.stop, cancel)()
-	hr, err := http.NewRequestWithContext(ctx, req.method, c.urlOf(req), nil)
+	// Any server will do: the servers of a client share one store (see
+	// Options.URLs). A backup is not retried on another, though: what
+	// reached w cannot be taken back.
+	srv := c.servers.pick(req.route)
+	req.at = srv
+	hr, err := http.NewRequestWithContext(ctx, req.method, urlOf(srv, req), nil)
 	if err != nil {
 		return 0, &TransportError{Op: req.op, URL: c.redacted(req), Err: err}
 	}
@@ -53,7 +58,15 @@ func (c *Client) Backup(ctx context.Context, w io.Writer, since uint64) (uint64,
 		if c.closed.Load() {
 			return 0, queen.ErrClosed
 		}
+		if ctx.Err() == nil {
+			c.servers.failed(srv, 0, err.Error())
+		}
 		return 0, &TransportError{Op: req.op, URL: c.redacted(req), Err: err}
+	}
+	if res.StatusCode < 500 || res.StatusCode == http.StatusNotImplemented {
+		c.servers.answered(srv)
+	} else {
+		c.servers.failed(srv, 0, fmt.Sprintf("answered %d", res.StatusCode))
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
