@@ -332,6 +332,11 @@ func parseBytes(s string) (int64, error) {
 // -version prints "queen <version>" on stdout; everything else goes to
 // stderr.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		if sub := subcommands[args[0]]; sub != nil {
+			return sub(ctx, args[1:], getenv, stdout, stderr)
+		}
+	}
 	cfg, err := parseConfig(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
