@@ -23,7 +23,7 @@ func ctlPush(x *ctl, args []string) error {
 	fs := x.flags("", "QUEUE JSON...", "Pushes one message per JSON argument (any JSON value: '{\"id\":1}', '42',\n'\"text\"'). A payload starting with - goes after --. A push to an unknown\nqueue creates it.")
 	partition := fs.String("partition", queen.DefaultPartition, "partition to push to")
 	txid := fs.String("transaction-id", "", "idempotency key (one message only): a second push with it is a duplicate")
-	trace := fs.String("trace-id", "", "trace id to record with the messages")
+	trace := fs.String("trace-id", "", "trace id (a UUID) to record with the messages")
 	pos, err := x.positional(fs, args)
 	if err != nil {
 		return err

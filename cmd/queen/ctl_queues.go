@@ -80,17 +80,6 @@ type configJSON struct {
 	Task                 string `json:"task,omitempty"`
 }
 
-// cursorJSON is one group's position in one partition in --json output.
-type cursorJSON struct {
-	Group          string `json:"group"`
-	Partition      string `json:"partition"`
-	Offset         int64  `json:"offset"`
-	Lag            int64  `json:"lag"`
-	InFlight       int    `json:"inFlight"`
-	LeaseExpiresAt string `json:"leaseExpiresAt,omitempty"`
-	Retries        int    `json:"retries"`
-}
-
 // partitionJSON is a partition in --json output.
 type partitionJSON struct {
 	Name        string       `json:"name"`
@@ -101,7 +90,6 @@ type partitionJSON struct {
 	FirstOffset int64        `json:"firstOffset"`
 	NextOffset  int64        `json:"nextOffset"`
 	LastPushAt  string       `json:"lastPushAt,omitempty"`
-	Cursors     []cursorJSON `json:"cursors"`
 }
 
 // queueDetailJSON is the answer of ctl queue NAME in --json output.
@@ -110,30 +98,13 @@ type queueDetailJSON struct {
 	ID             string          `json:"id,omitempty"`
 	Config         configJSON      `json:"config"`
 	PartitionsList []partitionJSON `json:"partitionList"`
+	ConsumerGroups []groupJSON     `json:"consumerGroups"`
 }
 
 func ms(d time.Duration) int64 { return d.Milliseconds() }
 
-// cursorsOf lists the cursors of every partition of s.
-func cursorsOf(s *queen.QueueStats) []cursorJSON {
-	out := []cursorJSON{}
-	for i := range s.Partitions {
-		out = append(out, partitionCursors(&s.Partitions[i])...)
-	}
-	return out
-}
-
-func partitionCursors(p *queen.PartitionStats) []cursorJSON {
-	out := []cursorJSON{}
-	for _, c := range p.Cursors {
-		out = append(out, cursorJSON{Group: c.Group, Partition: p.Name, Offset: c.Offset, Lag: c.Lag, InFlight: c.InFlight,
-			LeaseExpiresAt: timeJSON(c.LeaseExpiresAt), Retries: c.Retries})
-	}
-	return out
-}
-
 func ctlQueue(x *ctl, args []string) error {
-	fs := x.flags("", "NAME", "Describes one queue: its settings, its partitions, and each group's cursor in\neach partition.")
+	fs := x.flags("", "NAME", "Describes one queue: its settings, its partitions, and the lag of each group\nthat reads it.")
 	pos, err := x.exactly(fs, args, "NAME")
 	if err != nil {
 		return err
@@ -146,9 +117,13 @@ func ctlQueue(x *ctl, args []string) error {
 	if err != nil {
 		return err
 	}
+	gs, err := groupsOn(x, s.Name)
+	if err != nil {
+		return err
+	}
 	cfg := s.Config
 	if x.json {
-		d := queueDetailJSON{queueJSON: queueOf(s), ID: s.ID, PartitionsList: []partitionJSON{}, Config: configJSON{
+		d := queueDetailJSON{queueJSON: queueOf(s), ID: s.ID, PartitionsList: []partitionJSON{}, ConsumerGroups: groupsOf(gs), Config: configJSON{
 			LeaseTimeMs: ms(cfg.LeaseTime), RetryLimit: cfg.RetryLimit, RetryDelayMs: ms(cfg.RetryDelay), MaxSize: cfg.MaxSize,
 			DelayedProcessingMs: ms(cfg.DelayedProcessing), WindowBufferMs: ms(cfg.WindowBuffer), RetentionMs: ms(cfg.Retention),
 			CompletedRetentionMs: ms(cfg.CompletedRetention), MaxWaitTimeMs: ms(cfg.MaxWaitTime), Priority: cfg.Priority,
@@ -156,8 +131,7 @@ func ctlQueue(x *ctl, args []string) error {
 		for i := range s.Partitions {
 			p := &s.Partitions[i]
 			d.PartitionsList = append(d.PartitionsList, partitionJSON{Name: p.Name, ID: p.ID, Messages: p.Messages, Pending: p.Pending,
-				InFlight: p.InFlight, FirstOffset: p.FirstOffset, NextOffset: p.NextOffset, LastPushAt: timeJSON(p.LastPushAt),
-				Cursors: partitionCursors(p)})
+				InFlight: p.InFlight, FirstOffset: p.FirstOffset, NextOffset: p.NextOffset, LastPushAt: timeJSON(p.LastPushAt)})
 		}
 		return x.printJSON(d)
 	}
@@ -180,24 +154,11 @@ func ctlQueue(x *ctl, args []string) error {
 	if err := t.write(x.stdout); err != nil {
 		return err
 	}
-	if cs := cursorsOf(s); len(cs) > 0 {
+	if len(gs) > 0 {
 		fmt.Fprintln(x.stdout)
-		return cursorTable(cs).write(x.stdout)
+		return lagTable(gs).write(x.stdout)
 	}
 	return nil
-}
-
-func cursorTable(cs []cursorJSON) *table {
-	t := newTable("GROUP<", "PARTITION<", "OFFSET>", "LAG>", "INFLIGHT>", "RETRIES>", "LEASE EXPIRES")
-	for _, c := range cs {
-		exp := "-"
-		if c.LeaseExpiresAt != "" {
-			lt, _ := time.Parse(time.RFC3339Nano, c.LeaseExpiresAt)
-			exp = timeText(lt)
-		}
-		t.add(c.Group, c.Partition, c.Offset, c.Lag, c.InFlight, c.Retries, exp)
-	}
-	return t
 }
 
 // settingsText is a queue's non-default settings on one line.
@@ -287,7 +248,7 @@ func ctlGroups(x *ctl, args []string) error {
 }
 
 func ctlLag(x *ctl, args []string) error {
-	fs := x.flags("", "[QUEUE]", "Shows what each consumer group has left to read, most first; with QUEUE, for\neach partition of that queue.")
+	fs := x.flags("", "[QUEUE]", "Shows what each consumer group has left to read (messages after its cursors,\nin how many partitions), most first; with QUEUE, on that queue only.")
 	pos, err := x.positional(fs, args)
 	if err != nil {
 		return err
@@ -295,33 +256,53 @@ func ctlLag(x *ctl, args []string) error {
 	if len(pos) > 1 {
 		return usagef("unexpected argument %q", pos[1])
 	}
-	c, err := x.remote()
-	if err != nil {
-		return err
-	}
+	queue := ""
 	if len(pos) == 1 {
-		s, err := c.QueueStats(x.ctx, pos[0])
-		if err != nil {
-			return err
+		if queue = pos[0]; queue == "" {
+			return usagef("QUEUE must not be empty")
 		}
-		cs := cursorsOf(s)
-		sort.SliceStable(cs, func(i, j int) bool { return cs[i].Lag > cs[j].Lag })
-		if x.json {
-			return x.printJSON(cs)
-		}
-		return cursorTable(cs).write(x.stdout)
 	}
-	gs, err := c.ListGroups(x.ctx, "")
+	gs, err := groupsOn(x, queue)
 	if err != nil {
 		return err
 	}
-	sort.SliceStable(gs, func(i, j int) bool { return gs[i].Lag > gs[j].Lag })
 	if x.json {
 		return x.printJSON(groupsOf(gs))
 	}
+	return lagTable(gs).write(x.stdout)
+}
+
+// groupsOn lists the groups on queue ("" for every queue), most lag
+// first. A queue that does not exist is ErrNotFound, one no group reads
+// an empty list.
+func groupsOn(x *ctl, queue string) ([]queen.GroupStats, error) {
+	c, err := x.remote()
+	if err != nil {
+		return nil, err
+	}
+	all, err := c.ListGroups(x.ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	gs := all[:0]
+	for _, g := range all {
+		if queue == "" || g.Queue == queue {
+			gs = append(gs, g)
+		}
+	}
+	if queue != "" && len(gs) == 0 {
+		if _, err := c.DescribeQueue(x.ctx, queue); err != nil {
+			return nil, err
+		}
+	}
+	sort.SliceStable(gs, func(i, j int) bool { return gs[i].Lag > gs[j].Lag })
+	return gs, nil
+}
+
+func lagTable(gs []queen.GroupStats) *table {
 	t := newTable("GROUP<", "QUEUE<", "LAG>", "LAGGING>", "INFLIGHT>", "LEASES>")
 	for _, g := range gs {
 		t.add(g.Group, g.Queue, g.Lag, strconv.Itoa(g.PartitionsWithLag)+"/"+strconv.Itoa(g.Partitions), g.InFlight, g.ActiveLeases)
 	}
-	return t.write(x.stdout)
+	return t
 }
