@@ -82,14 +82,14 @@ type configJSON struct {
 
 // partitionJSON is a partition in --json output.
 type partitionJSON struct {
-	Name        string       `json:"name"`
-	ID          string       `json:"id,omitempty"`
-	Messages    int64        `json:"messages"`
-	Pending     int64        `json:"pending"`
-	InFlight    int64        `json:"inFlight"`
-	FirstOffset int64        `json:"firstOffset"`
-	NextOffset  int64        `json:"nextOffset"`
-	LastPushAt  string       `json:"lastPushAt,omitempty"`
+	Name        string `json:"name"`
+	ID          string `json:"id,omitempty"`
+	Messages    int64  `json:"messages"`
+	Pending     int64  `json:"pending"`
+	InFlight    int64  `json:"inFlight"`
+	FirstOffset int64  `json:"firstOffset"`
+	NextOffset  int64  `json:"nextOffset"`
+	LastPushAt  string `json:"lastPushAt,omitempty"`
 }
 
 // queueDetailJSON is the answer of ctl queue NAME in --json output.
