@@ -73,12 +73,23 @@ type ctl struct {
 // runCtl runs queen ctl with args (what follows "ctl") and returns the exit
 // code.
 func runCtl(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	x := &ctl{ctx: ctx, getenv: getenv, stdout: stdout, stderr: stderr, cmd: "queen ctl",
+	x := newCtl(ctx, "queen ctl", getenv, stdout, stderr)
+	return x.finish(x.dispatch(args))
+}
+
+// newCtl returns the state of the command cmd ("queen ctl"), with the
+// server and token from the environment.
+func newCtl(ctx context.Context, cmd string, getenv func(string) string, stdout, stderr io.Writer) *ctl {
+	x := &ctl{ctx: ctx, getenv: getenv, stdout: stdout, stderr: stderr, cmd: cmd,
 		server: strings.TrimSpace(getenv("QUEEN_URL")), token: strings.TrimSpace(getenv("QUEEN_TOKEN")), timeout: 30 * time.Second}
 	if x.server == "" {
 		x.server = defaultURL
 	}
-	err := x.dispatch(args)
+	return x
+}
+
+// finish closes the client, reports err and returns the exit code.
+func (x *ctl) finish(err error) int {
 	if x.client != nil {
 		_ = x.client.Close()
 	}
@@ -136,12 +147,19 @@ func (x *ctl) dispatch(args []string) error {
 // flags returns a flag set with the flags every command takes: --server,
 // --token, --json and --timeout, defaulting to what was parsed so far.
 func (x *ctl) flags(name, args, about string) *flag.FlagSet {
-	fs := flag.NewFlagSet(strings.TrimSpace(x.cmd+" "+name), flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are reported by exit, help by Usage
+	fs := x.bareFlags(name, args, about)
 	fs.StringVar(&x.server, "server", x.server, "server URL, or a comma-separated list (env QUEEN_URL)")
 	fs.StringVar(&x.token, "token", x.token, "bearer token (env QUEEN_TOKEN)")
-	fs.BoolVar(&x.json, "json", x.json, "print JSON instead of tables")
 	fs.DurationVar(&x.timeout, "timeout", x.timeout, "bound on each request")
+	return fs
+}
+
+// bareFlags returns a flag set with --json only, for the commands that
+// talk to no server.
+func (x *ctl) bareFlags(name, args, about string) *flag.FlagSet {
+	fs := flag.NewFlagSet(strings.TrimSpace(x.cmd+" "+name), flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported by exit, help by Usage
+	fs.BoolVar(&x.json, "json", x.json, "print JSON instead of tables")
 	fs.Usage = func() { x.printUsage(fs, name, args, about) }
 	return fs
 }

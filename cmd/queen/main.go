@@ -249,14 +249,23 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	if err := c.parseJWT(env); err != nil {
 		return nil, err
 	}
-	if k := strings.TrimSpace(getenv("QUEEN_ENCRYPTION_KEY")); k != "" {
-		key, err := hex.DecodeString(k)
-		if err != nil || len(key) != 32 {
-			return nil, errors.New("QUEEN_ENCRYPTION_KEY must be 64 hexadecimal characters (32 bytes)")
-		}
-		c.encryptionKey = key
+	if c.encryptionKey, err = encryptionKey(getenv); err != nil {
+		return nil, err
 	}
 	return c, nil
+}
+
+// encryptionKey reads QUEEN_ENCRYPTION_KEY: nil when unset.
+func encryptionKey(getenv func(string) string) ([]byte, error) {
+	k := strings.TrimSpace(getenv("QUEEN_ENCRYPTION_KEY"))
+	if k == "" {
+		return nil, nil
+	}
+	key, err := hex.DecodeString(k)
+	if err != nil || len(key) != 32 {
+		return nil, errors.New("QUEEN_ENCRYPTION_KEY must be 64 hexadecimal characters (32 bytes)")
+	}
+	return key, nil
 }
 
 // parseJWT reads Queen's JWT settings. Only HS256 with JWT_SECRET is
