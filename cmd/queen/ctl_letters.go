@@ -119,9 +119,11 @@ func (s *letterStore) runList(x *ctl, args []string) error {
 		}
 		return x.printJSON(out)
 	}
-	t := newTable("ID<", "QUEUE<", "PARTITION<", "GROUP<", "FAILED", "ERROR<")
+	// IDs are never cut: they are what show, replay and delete take. The
+	// times are in show and --json.
+	t := newTable("ID", "QUEUE<", "PARTITION<", "GROUP<", "ERROR<")
 	for _, l := range page.Letters {
-		t.add(orDash(l.ID), l.Queue, l.Partition, l.ConsumerGroup, timeText(l.FailedAt), orDash(l.Error))
+		t.add(orDash(l.ID), l.Queue, l.Partition, l.ConsumerGroup, orDash(l.Error))
 	}
 	if err := t.write(x.stdout); err != nil {
 		return err
@@ -251,7 +253,7 @@ func (s *letterStore) each(x *ctl, fs *flag.FlagSet, args []string, op func(*rem
 			return err
 		}
 	} else {
-		t := newTable("ID<", "RESULT<")
+		t := newTable("ID", "RESULT<")
 		for _, r := range out {
 			t.add(r.ID, resultText(r))
 		}
@@ -267,9 +269,9 @@ func resultText(r replayJSON) string {
 	case r.Error != "":
 		return r.Error
 	case r.Duplicate:
-		return "already replayed: message " + r.MessageID
+		return fmt.Sprintf("already replayed, at offset %d", *r.Offset)
 	case r.MessageID != "":
-		return fmt.Sprintf("replayed: message %s at offset %d", r.MessageID, *r.Offset)
+		return fmt.Sprintf("replayed at offset %d", *r.Offset)
 	}
 	return "deleted"
 }

@@ -135,7 +135,8 @@ func writeFields(out io.Writer, fields [][2]string) error {
 		w = max(w, len(f[0]))
 	}
 	for _, f := range fields {
-		if _, err := fmt.Fprintln(out, cut(fmt.Sprintf("%-*s  %s", w, f[0], f[1]), ctlMaxWidth)); err != nil {
+		line := strings.TrimRight(fmt.Sprintf("%-*s  %s", w, f[0], f[1]), " ")
+		if _, err := fmt.Fprintln(out, cut(line, ctlMaxWidth)); err != nil {
 			return err
 		}
 	}

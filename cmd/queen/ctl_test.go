@@ -267,8 +267,9 @@ func TestCtl_Letters(t *testing.T) {
 
 			// list, newest first, with filters.
 			rs := rows(e.ok(t, c.cmd, "list"))
-			require.Equal(t, []string{"ID", "QUEUE", "PARTITION", "GROUP", "FAILED", "ERROR"}, rs[0])
+			require.Equal(t, []string{"ID", "QUEUE", "PARTITION", "GROUP", "ERROR"}, rs[0])
 			require.Len(t, rs, 4)
+			require.Equal(t, []string{page.Letters[0].ID, "mail", "Default", "audit", "smtp", "down"}, rs[1], "ids whole")
 			var all struct {
 				Total   int          `json:"total"`
 				Letters []letterJSON `json:"letters"`
