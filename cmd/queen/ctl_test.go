@@ -325,7 +325,7 @@ func TestCtl_Letters(t *testing.T) {
 			require.Contains(t, out, "already replayed")
 
 			// delete; an unknown id fails the command but not the others.
-			errOut := e.fails(t, 1, c.cmd, "delete", l.ID, "00000000-0000-0000-0000-000000000000")
+			errOut := e.fails(t, 1, c.cmd, "delete", "00000000-0000-0000-0000-000000000000", l.ID)
 			require.Contains(t, errOut, "not found")
 			page, err = c.list(e.b)
 			require.NoError(t, err)
