@@ -257,3 +257,43 @@ func TestBackupRestoreInspect_Refused(t *testing.T) {
 		requireFits(t, out)
 	}
 }
+
+// TestBackupRestore_Server backs up cmd/queen's own serve path while it
+// runs (full, then an increment), restores, and compares.
+func TestBackupRestore_Server(t *testing.T) {
+	t.Parallel()
+	tmp := t.TempDir()
+	data := filepath.Join(tmp, "data")
+	base, _, stop := startRun(t, []string{"-host", "127.0.0.1", "-token", "tok", "-data", data}, nil)
+	env := map[string]string{"QUEEN_URL": base, "QUEEN_TOKEN": "tok"}
+	ok := func(args ...string) string {
+		t.Helper()
+		out, errOut, code := queenCmd(t, env, args...)
+		require.Equal(t, 0, code, "queen %v: %s", args, errOut)
+		return out
+	}
+	ok("ctl", "push", "orders", `{"n":1}`, `{"n":2}`)
+	ok("ctl", "push", "orders", "--partition", "eu", `{"n":3}`)
+	full, inc := filepath.Join(tmp, "full.bak"), filepath.Join(tmp, "inc.bak")
+	next := nextOf(t, ok("backup", "-o", full))
+	ok("ctl", "push", "mail", `"later"`)
+	ok("backup", "-o", inc, "-since", next)
+
+	_, errOut, code := queenCmd(t, map[string]string{"QUEEN_URL": base}, "backup", "-o", filepath.Join(tmp, "no.bak"))
+	require.Equal(t, 1, code, "no token: refused")
+	require.Contains(t, errOut, "401")
+	_, err := os.Stat(filepath.Join(tmp, "no.bak"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+	require.Equal(t, 0, stop())
+	want := stateOf(t, data)
+
+	restored := filepath.Join(tmp, "restored")
+	ok("restore", "-dir", restored, full, inc)
+	require.Equal(t, want, stateOf(t, restored))
+	require.Equal(t, []string{`{"n":1}`, `{"n":2}`}, want.Messages["orders/Default"])
+	require.Equal(t, []string{`"later"`}, want.Messages["mail/Default"])
+
+	atFull := filepath.Join(tmp, "atfull")
+	ok("restore", "-dir", atFull, full)
+	require.NotContains(t, stateOf(t, atFull).Messages, "mail/Default", "the full backup predates the mail push")
+}
