@@ -266,6 +266,23 @@ func (x *ctl) exactly(fs *flag.FlagSet, args []string, names ...string) ([]strin
 	return pos, nil
 }
 
+// optional parses args and returns its one optional positional argument,
+// named name for errors: "" when there is none.
+func (x *ctl) optional(fs *flag.FlagSet, args []string, name string) (string, error) {
+	pos, err := x.positional(fs, args)
+	switch {
+	case err != nil:
+		return "", err
+	case len(pos) > 1:
+		return "", usagef("unexpected argument %q", pos[1])
+	case len(pos) == 0:
+		return "", nil
+	case strings.TrimSpace(pos[0]) == "":
+		return "", usagef("%s must not be empty", name)
+	}
+	return pos[0], nil
+}
+
 // remote dials the server on first use.
 func (x *ctl) remote() (*remote.Client, error) {
 	if x.client != nil {

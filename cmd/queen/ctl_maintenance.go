@@ -4,22 +4,19 @@ import "fmt"
 
 func ctlMaintenance(x *ctl, args []string) error {
 	fs := x.flags("", "[on|off]", "Shows maintenance mode, or turns it on or off. While it is on, pushes are\nkept and pops deliver nothing; turning it off delivers what was pushed\nmeanwhile. Needs an admin token where tokens are checked.")
-	pos, err := x.positional(fs, args)
+	arg, err := x.optional(fs, args, "on or off")
 	if err != nil {
 		return err
 	}
-	switch {
-	case len(pos) > 1:
-		return usagef("unexpected argument %q", pos[1])
-	case len(pos) == 1 && pos[0] != "on" && pos[0] != "off":
-		return usagef("maintenance takes on or off, not %q", pos[0])
+	if arg != "" && arg != "on" && arg != "off" {
+		return usagef("maintenance takes on or off, not %q", arg)
 	}
 	c, err := x.remote()
 	if err != nil {
 		return err
 	}
-	if len(pos) == 1 {
-		if err := c.SetMaintenanceMode(x.ctx, pos[0] == "on"); err != nil {
+	if arg != "" {
+		if err := c.SetMaintenanceMode(x.ctx, arg == "on"); err != nil {
 			return err
 		}
 	}

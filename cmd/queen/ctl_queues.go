@@ -215,16 +215,9 @@ func groupsOf(gs []queen.GroupStats) []groupJSON {
 
 func ctlGroups(x *ctl, args []string) error {
 	fs := x.flags("", "[GROUP]", "Lists the consumer groups, one line per group and queue; with GROUP, only\nthat group.")
-	pos, err := x.positional(fs, args)
+	group, err := x.optional(fs, args, "GROUP")
 	if err != nil {
 		return err
-	}
-	if len(pos) > 1 {
-		return usagef("unexpected argument %q", pos[1])
-	}
-	group := ""
-	if len(pos) == 1 {
-		group = pos[0]
 	}
 	c, err := x.remote()
 	if err != nil {
@@ -249,18 +242,9 @@ func ctlGroups(x *ctl, args []string) error {
 
 func ctlLag(x *ctl, args []string) error {
 	fs := x.flags("", "[QUEUE]", "Shows what each consumer group has left to read (messages after its cursors,\nin how many partitions), most first; with QUEUE, on that queue only.")
-	pos, err := x.positional(fs, args)
+	queue, err := x.optional(fs, args, "QUEUE")
 	if err != nil {
 		return err
-	}
-	if len(pos) > 1 {
-		return usagef("unexpected argument %q", pos[1])
-	}
-	queue := ""
-	if len(pos) == 1 {
-		if queue = pos[0]; queue == "" {
-			return usagef("QUEUE must not be empty")
-		}
 	}
 	gs, err := groupsOn(x, queue)
 	if err != nil {

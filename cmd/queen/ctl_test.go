@@ -237,6 +237,8 @@ func TestCtl_GroupsAndLag(t *testing.T) {
 	require.Len(t, rs, 1, "a queue no group reads: no rows")
 	require.Contains(t, e.fails(t, 1, "lag", "nope"), "not found")
 	require.Contains(t, e.fails(t, 2, "lag", "a", "b"), "unexpected argument")
+	require.Contains(t, e.fails(t, 2, "lag", " "), "QUEUE must not be empty")
+	require.Contains(t, e.fails(t, 2, "groups", "a", "b"), "unexpected argument")
 }
 
 func TestCtl_Letters(t *testing.T) {
