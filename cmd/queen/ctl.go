@@ -38,11 +38,17 @@ var ctlCommands = []ctlCommand{
 
 // Exit codes of queen ctl (and of backup, restore and inspect).
 const (
-	exitOK      = 0
-	exitFailed  = 1 // not found, refused, unreachable
-	exitUsage   = 2 // bad arguments
-	defaultURL  = "http://localhost:6632"
-	ctlMaxWidth = 80 // the terminal width tables fit
+	exitOK     = 0
+	exitFailed = 1 // not found, refused, unreachable
+	exitUsage  = 2 // bad arguments
+)
+
+const (
+	// defaultURL is the server without --server or QUEEN_URL: cmd/queen's
+	// default address.
+	defaultURL = "http://localhost:6632"
+	// ctlMaxWidth is the terminal width the output fits.
+	ctlMaxWidth = 80
 )
 
 // usageError is a bad command line: exit code 2.
