@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -602,4 +603,34 @@ func TestCtl_Tail(t *testing.T) {
 		require.Contains(t, e.fails(t, 1, "tail", "orders", "--partition", "nope"), "not found")
 		require.Contains(t, e.fails(t, 2, "tail"), "missing QUEUE")
 	})
+}
+
+// TestCtl_QueenServer runs queen ctl against a stand-in for Queen's own
+// server (our API, saying it is Queen's, without the routes Queen lacks):
+// what that server cannot do exits 1 as not supported; the rest works.
+func TestCtl_QueenServer(t *testing.T) {
+	t.Parallel()
+	b, err := queen.Open("", &queen.Options{InMemory: true})
+	require.NoError(t, err)
+	api := httpapi.New(b, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch p := r.URL.Path; {
+		case p == "/health":
+			_, _ = w.Write([]byte(`{"status":"healthy","server":"C++ Queen Server (libqueen)"}`))
+		case strings.HasPrefix(p, "/api/v1/fetch/"), strings.HasPrefix(p, "/api/v1/parked"):
+			http.NotFound(w, r)
+		default:
+			api.ServeHTTP(w, r)
+		}
+	}))
+	t.Cleanup(func() {
+		srv.Close()
+		require.NoError(t, b.Close())
+	})
+	e := &ctlEnv{b: b, url: srv.URL, env: map[string]string{"QUEEN_URL": srv.URL}}
+	e.ok(t, "push", "orders", `{"id":1}`)
+	require.Contains(t, e.ok(t, "queues"), "orders")
+	require.Contains(t, e.fails(t, 1, "tail", "orders"), "not supported")
+	require.Contains(t, e.fails(t, 1, "parked", "list"), "not supported")
+	require.Contains(t, e.fails(t, 1, "dlq", "replay", "00000000-0000-0000-0000-000000000000"), "not supported")
 }
