@@ -240,8 +240,8 @@ func (s *letterStore) each(x *ctl, fs *flag.FlagSet, args []string, op func(*rem
 	for _, id := range ids {
 		r, err := op(c, id)
 		if err != nil {
-			if !errors.Is(err, queen.ErrNotFound) && !errors.Is(err, queen.ErrUnsupported) {
-				return err // the server is out of reach or refused us: the rest would fail too
+			if !errors.Is(err, queen.ErrNotFound) {
+				return err // the server is out of reach, refused us or lacks the store: the rest would fail too
 			}
 			r.Error = err.Error()
 			errs = append(errs, fmt.Errorf("%s: %w", id, err))
