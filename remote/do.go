@@ -125,7 +125,7 @@ func (c *Client) send(ctx context.Context, req *request) (*answer, error) {
 		case c.servers.anyHealthy(): // another server takes the retry
 			d = 0
 		case after > 0:
-			if dl, ok := ctx.Deadline(); ok && time.Until(dl) < after {
+			if dl, ok := ctx.Deadline(); ok && dl.Sub(machineNow()) < after {
 				return a, nil // it would be back after the caller stopped waiting
 			}
 			d = after
@@ -268,3 +268,7 @@ func pathOf(segs ...string) string {
 	}
 	return sb.String()
 }
+
+// machineNow is the machine's clock. A context's deadline is on it, not on
+// the broker's clock (Options.Clock), so it is read only to compare with one.
+var machineNow = time.Now
