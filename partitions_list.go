@@ -17,6 +17,10 @@ const (
 // PartitionFilter selects a page of a queue's partitions for
 // [Broker.ListPartitions].
 type PartitionFilter struct {
+	// Name, when set, selects that one partition (a page of it alone, or
+	// an empty page if the queue has none of that name), looked up
+	// directly; Search and From are then ignored.
+	Name string
 	// Search keeps the partitions whose name contains it; "" keeps all.
 	Search string
 	// From is where the page starts: the Next of the previous page, 0 for
@@ -74,6 +78,13 @@ func (b *Broker) ListPartitions(ctx context.Context, queue string, f PartitionFi
 	}
 	now := b.now()
 	page := &PartitionPage{Queue: b.queueTotals(q, now)}
+	if f.Name != "" {
+		if p := q.parts[f.Name]; p != nil && !p.deleted {
+			page.Partitions = []PartitionStats{b.partitionStats(p, now, true)}
+			page.Scanned = 1
+		}
+		return page, nil
+	}
 	i := f.From
 	for ; i < len(q.order) && len(page.Partitions) < f.Limit; i++ {
 		if i&1023 == 0 && ctx.Err() != nil {
