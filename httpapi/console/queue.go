@@ -183,7 +183,9 @@ func configFields(c queen.QueueConfig) []configField {
 	b := func(name string, v bool, help string) configField {
 		return configField{Name: name, Kind: "bool", Value: strconv.FormatBool(v), Help: help}
 	}
-	t := func(name, v, help string) configField { return configField{Name: name, Kind: "text", Value: v, Help: help} }
+	t := func(name, v, help string) configField {
+		return configField{Name: name, Kind: "text", Value: v, Help: help}
+	}
 	return []configField{
 		d("LeaseTime", c.LeaseTime, "lease of a pop that names none; 0 for the default"),
 		i("RetryLimit", c.RetryLimit, "failed acks before a message is dead-lettered"),
