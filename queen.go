@@ -330,6 +330,7 @@ type Broker struct {
 	consumer consumerSet
 	sweeps   []func() error // unfinished queue deletions found by load
 	counters counters
+	qcounters queueTable // per-queue counters, for dashboards
 	maint    atomic.Bool // maintenance mode: pops claim nothing (see SetMaintenanceMode)
 
 	lim        storeLimits // sizes of storage transactions (see limitsOf)
