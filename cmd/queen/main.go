@@ -320,7 +320,7 @@ func (c *config) handler(b *queen.Broker, auth *authorizer, logger *slog.Logger,
 	if !c.console {
 		return api
 	}
-	return withConsole(api, b, auth, logger)
+	return withConsole(api, b, auth, nil, logger)
 }
 
 // parseBytes reads a positive byte count, bare or with a KiB, MiB or GiB
