@@ -233,3 +233,33 @@ func (e *env) login(token string) {
 	p := e.post("/login", url.Values{"token": {token}})
 	require.Equal(e.t, http.StatusSeeOther, p.status, p.body)
 }
+
+// rowHTML is the HTML of the row of table keyed key.
+func rowHTML(t *testing.T, body, table, key string) string {
+	t.Helper()
+	i := strings.Index(body, `data-table="`+table+`"`)
+	require.GreaterOrEqual(t, i, 0)
+	rest := body[i:]
+	j := strings.Index(rest, `<tr data-row="`+key+`"`)
+	require.GreaterOrEqual(t, j, 0, "no row %s in table %s", key, table)
+	rest = rest[j:]
+	return rest[:strings.Index(rest, "</tr>")]
+}
+
+var tags = regexp.MustCompile(`<[^>]*>`)
+
+func stripTags(s string) string { return htmlUnescape(tags.ReplaceAllString(s, "")) }
+
+// form builds url.Values from name, value pairs.
+func form(kv ...string) url.Values {
+	v := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		v.Add(kv[i], kv[i+1])
+	}
+	return v
+}
+
+// htmlEscape escapes s as html/template writes an attribute value.
+func htmlEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;").Replace(s)
+}
