@@ -60,7 +60,7 @@ func (h *handler) groupsPage(w http.ResponseWriter, r *http.Request) {
 
 type groupData struct {
 	queen.GroupStats
-	Partitions []groupCursor
+	Cursors    []groupCursor // the page's partitions
 	Search     string
 	Pager      pager
 	Links      links
@@ -113,7 +113,7 @@ func (h *handler) groupPage(w http.ResponseWriter, r *http.Request) {
 	for _, ps := range parts.Partitions {
 		for _, c := range ps.Cursors {
 			if c.Group == group {
-				d.Partitions = append(d.Partitions, groupCursor{Partition: ps.Name, Messages: ps.Messages, CursorStats: c})
+				d.Cursors = append(d.Cursors, groupCursor{Partition: ps.Name, Messages: ps.Messages, CursorStats: c})
 			}
 		}
 	}
