@@ -80,23 +80,23 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 }
 
 // oldestPending fills the rows' OldestPending from the groups of their
-// queues.
+// queues: one lookup per queue of the page.
 func (h *handler) oldestPending(r *http.Request, rows []queueRow) error {
-	groups, err := h.c.ListGroups(r.Context(), "")
-	if err != nil {
-		return err
-	}
-	at := make(map[string]int, len(rows))
 	for i := range rows {
-		at[rows[i].Name] = i
-	}
-	for _, g := range groups {
-		i, ok := at[g.Queue]
-		if !ok || g.OldestPendingAt.IsZero() {
+		if len(rows[i].Groups) == 0 || rows[i].Pending == 0 {
 			continue
 		}
-		if o := &rows[i].OldestPending; o.IsZero() || g.OldestPendingAt.Before(*o) {
-			*o = g.OldestPendingAt
+		groups, err := h.groups(r.Context(), rows[i].Name, "")
+		if err != nil {
+			return err
+		}
+		for _, g := range groups {
+			if g.OldestPendingAt.IsZero() {
+				continue
+			}
+			if o := &rows[i].OldestPending; o.IsZero() || g.OldestPendingAt.Before(*o) {
+				*o = g.OldestPendingAt
+			}
 		}
 	}
 	return nil

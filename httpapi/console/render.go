@@ -205,7 +205,7 @@ func formatDur(d time.Duration) string {
 		d = 0
 	}
 	if d < time.Second {
-		return d.String()
+		return d.Truncate(time.Millisecond).String()
 	}
 	d = d.Truncate(time.Second)
 	days := d / (24 * time.Hour)
