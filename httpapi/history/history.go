@@ -321,13 +321,20 @@ func (r *Recorder) Series(from, to time.Time, width time.Duration) []Bucket {
 	width = max(width, r.interval)
 	var out []Bucket
 	for _, s := range r.Samples(from, to) {
-		start := spanStart(s.At.Add(-s.Elapsed/2), width)
+		start := s.Span(width)
 		if n := len(out); n == 0 || !out[n-1].Start.Equal(start) {
 			out = append(out, Bucket{Start: start, Width: width})
 		}
 		out[len(out)-1].add(s)
 	}
 	return out
+}
+
+// Span returns the start of the span width long, aligned on multiples
+// of width since the Unix epoch, that holds the middle of the sample's
+// interval: the bucket [Recorder.Series] puts it in.
+func (s *Sample) Span(width time.Duration) time.Time {
+	return spanStart(s.At.Add(-s.Elapsed/2), width)
 }
 
 // spanStart is the start of the span width long that holds t.

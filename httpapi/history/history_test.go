@@ -134,6 +134,9 @@ func TestRecorder_Figures(t *testing.T) {
 	require.InDelta(t, 2.0, bk.PerSecond(bk.Totals.Popped), 1e-9)
 	require.InDelta(t, 2.0, bk.PerSecond(bk.Totals.Acked), 1e-9)
 	require.EqualValues(t, 40, bk.Totals.LagCount)
+	require.EqualValues(t, 1, bk.Totals.PushBatches)
+	require.EqualValues(t, 2, bk.Totals.PopBatches)
+	require.EqualValues(t, 2, bk.Totals.AckBatches)
 	require.Equal(t, 10*time.Second, bk.Totals.AvgLag())
 	require.Equal(t, 10*time.Second, bk.Totals.LagMax)
 

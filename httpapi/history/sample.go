@@ -25,6 +25,10 @@ type Figures struct {
 	// PartitionsCreated and PartitionsDeleted count partitions that
 	// appeared and went (with their queue, or by a delete).
 	PartitionsCreated, PartitionsDeleted int64
+	// PushBatches, PopBatches and AckBatches count the calls that pushed,
+	// delivered or acked at least one message (see
+	// [queen.QueueCounters].PushBatches).
+	PushBatches, PopBatches, AckBatches int64
 	// LagCount messages were popped after waiting LagTotal in all, the
 	// longest about LagMax (see [queen.LagCounts].MaxSince).
 	LagCount int64
@@ -54,6 +58,9 @@ func (f *Figures) add(g Figures) {
 	f.Evicted += g.Evicted
 	f.PartitionsCreated += g.PartitionsCreated
 	f.PartitionsDeleted += g.PartitionsDeleted
+	f.PushBatches += g.PushBatches
+	f.PopBatches += g.PopBatches
+	f.AckBatches += g.AckBatches
 	f.LagCount += g.LagCount
 	f.LagTotal += g.LagTotal
 	f.LagMax = max(f.LagMax, g.LagMax)
@@ -274,6 +281,7 @@ func counterDiff(cur, prev queen.QueueCounters) Figures {
 	if cur.Pushed < prev.Pushed || cur.Popped < prev.Popped || cur.EmptyPops < prev.EmptyPops ||
 		sumAcked(cur.Acked) < sumAcked(prev.Acked) || cur.Lag.Count < prev.Lag.Count ||
 		cur.DeadLettered < prev.DeadLettered || cur.Parked < prev.Parked ||
+		cur.PushBatches < prev.PushBatches || cur.PopBatches < prev.PopBatches || cur.AckBatches < prev.AckBatches ||
 		cur.Retained < prev.Retained || cur.CompletedRetained < prev.CompletedRetained || cur.Evicted < prev.Evicted {
 		prev = queen.QueueCounters{}
 	}
@@ -283,8 +291,10 @@ func counterDiff(cur, prev queen.QueueCounters) Figures {
 		AckFailed:    delta(cur.Acked[queen.AckFailed], prev.Acked[queen.AckFailed]),
 		DeadLettered: cur.DeadLettered - prev.DeadLettered, Parked: cur.Parked - prev.Parked,
 		Retained: cur.Retained - prev.Retained, CompletedRetained: cur.CompletedRetained - prev.CompletedRetained,
-		Evicted:  cur.Evicted - prev.Evicted,
-		LagCount: cur.Lag.Count - prev.Lag.Count, LagTotal: cur.Lag.Total - prev.Lag.Total,
+		Evicted:     cur.Evicted - prev.Evicted,
+		PushBatches: cur.PushBatches - prev.PushBatches, PopBatches: cur.PopBatches - prev.PopBatches,
+		AckBatches: cur.AckBatches - prev.AckBatches,
+		LagCount:   cur.Lag.Count - prev.Lag.Count, LagTotal: cur.Lag.Total - prev.Lag.Total,
 		LagMax: cur.Lag.MaxSince(prev.Lag),
 	}
 }
