@@ -44,8 +44,8 @@ func (f Figures) AvgLag() time.Duration {
 	return f.LagTotal / time.Duration(f.LagCount)
 }
 
-// add adds g to f: counts are summed, LagMax is the larger.
-func (f *Figures) add(g Figures) {
+// Add adds g to f: counts are summed, LagMax is the larger.
+func (f *Figures) Add(g Figures) {
 	f.Pushed += g.Pushed
 	f.Popped += g.Popped
 	f.EmptyPops += g.EmptyPops
@@ -168,7 +168,7 @@ func (b *Bucket) Queue(name string) (QueueFigures, bool) {
 func (b *Bucket) add(s Sample) {
 	b.Elapsed += s.Elapsed
 	b.Samples++
-	b.Totals.add(s.Totals)
+	b.Totals.Add(s.Totals)
 	b.CPUUser += s.CPUUser
 	b.CPUSystem += s.CPUSystem
 	b.RSS = max(b.RSS, s.RSS)
@@ -181,7 +181,7 @@ func (b *Bucket) add(s Sample) {
 		if i == len(b.Queues) {
 			b.Queues = append(b.Queues, QueueFigures{Name: q.Name})
 		}
-		b.Queues[i].add(q.Figures)
+		b.Queues[i].Add(q.Figures)
 		b.Queues[i].State = q.State
 	}
 	byName(b.Queues)
@@ -238,7 +238,7 @@ func (cur *reading) since(prev *reading, maxQueues int) Sample {
 	}
 	for name, c := range cur.counters {
 		f := counterDiff(c, prev.counters[name])
-		s.Totals.add(f)
+		s.Totals.Add(f)
 		if i, ok := index[name]; ok {
 			s.Queues[i].Figures = f
 		}
@@ -251,7 +251,7 @@ func (cur *reading) since(prev *reading, maxQueues int) Sample {
 		} else {
 			f.PartitionsDeleted = int64(before - now)
 		}
-		s.Totals.add(f)
+		s.Totals.Add(f)
 		if i, ok := index[name]; ok {
 			s.Queues[i].PartitionsCreated, s.Queues[i].PartitionsDeleted = f.PartitionsCreated, f.PartitionsDeleted
 		}
