@@ -62,12 +62,13 @@
 //
 // # Maintenance mode
 //
-// POST /api/v1/system/maintenance (or …/maintenance/pop) with
-// {"enabled": true} turns on the broker's maintenance mode (see
-// [queen.Broker.SetMaintenanceMode]): pushes are stored, pops deliver
-// nothing (204), and turning it off delivers what was pushed meanwhile.
-// Queen's two modes are one switch here. It lives in memory: a restarted
-// broker starts with it off.
+// POST /api/v1/system/maintenance and …/maintenance/pop with
+// {"enabled": true} turn on Queen's push and pop maintenance flags, shown
+// apart by GET on the same routes. While either is on, the broker is in
+// maintenance mode (see [queen.Broker.SetMaintenanceMode]): pushes are
+// stored, pops deliver nothing (204), and turning both off delivers what
+// was pushed meanwhile. The mode lives in memory: a restarted broker
+// starts with it off.
 //
 // # Long polls
 //
@@ -303,7 +304,8 @@ type handler struct {
 	// their cancellation on it with context.AfterFunc.
 	stopped context.Context
 
-	hist *history.Recorder // nil: no time series
+	hist  *history.Recorder // nil: no time series
+	maint maintenance       // Queen's push and pop flags
 
 	started  time.Time
 	requests atomic.Int64
