@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -88,7 +87,7 @@ func TestSystem_Maintenance(t *testing.T) {
 		"bufferStats": map[string]any{"pending": 0.0, "failed": 0.0}}, e.obj("GET", "/api/v1/system/maintenance", nil, http.StatusOK))
 
 	// The flags follow the broker's switch turned from elsewhere.
-	require.NoError(t, e.b.SetMaintenanceMode(context.Background(), true))
+	require.NoError(t, e.b.SetMaintenanceMode(bg, true))
 	got = e.obj("GET", "/api/v1/system/maintenance", nil, http.StatusOK)
 	require.Equal(t, true, got["maintenanceMode"])
 	require.Equal(t, true, got["popMaintenanceMode"])
@@ -97,7 +96,7 @@ func TestSystem_Maintenance(t *testing.T) {
 	e.obj("POST", "/api/v1/system/maintenance", `{"enabled":false}`, http.StatusOK)
 	require.False(t, e.b.MaintenanceMode())
 	e.obj("POST", "/api/v1/system/maintenance", `{"enabled":true}`, http.StatusOK)
-	require.NoError(t, e.b.SetMaintenanceMode(context.Background(), false))
+	require.NoError(t, e.b.SetMaintenanceMode(bg, false))
 	got = e.obj("GET", "/api/v1/system/maintenance", nil, http.StatusOK)
 	require.Equal(t, false, got["maintenanceMode"], "turned off elsewhere: both flags off")
 	require.Equal(t, false, got["popMaintenanceMode"])
