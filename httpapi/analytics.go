@@ -26,11 +26,11 @@ type analyticsWindow struct {
 	minutes  int
 }
 
-// bucketMinutes is Queen's bucket width for a range: 1 minute up to two
-// hours, then 5, 15, 60 and 360 minutes.
+// bucketMinutes is Queen's bucket width for a range: 1 minute up to an
+// hour, 5 up to 6 hours, 15 up to a day, 60 up to a week, then 360.
 func bucketMinutes(span time.Duration) int {
 	switch {
-	case span <= 2*time.Hour:
+	case span <= time.Hour:
 		return 1
 	case span <= 6*time.Hour:
 		return 5
@@ -90,8 +90,10 @@ func perSecond(b *history.Bucket, n int64) float64 { return round2(b.PerSecond(n
 
 // workerMetrics serves GET /api/v1/analytics/worker-metrics: the broker's
 // throughput, lag and errors per bucket. This process is Queen's one
-// worker; the event-loop, free-slot, job-queue, database-connection and
-// database-error fields are 0 (no event loop, no database pool).
+// worker; the event-loop, free-slot, job-queue, backoff,
+// database-connection and database-error fields are 0 (no event loop,
+// no database pool). The *Requests fields count the calls that moved a
+// message (see [queen.QueueCounters].PushBatches).
 func (h *handler) workerMetrics(w http.ResponseWriter, r *http.Request) {
 	win, err := h.window(newParams(r))
 	if err != nil {
@@ -107,8 +109,10 @@ func (h *handler) workerMetrics(w http.ResponseWriter, r *http.Request) {
 			"avgLagMs": ms(t.AvgLag()), "maxLagMs": ms(t.LagMax),
 			"avgEventLoopLagMs": 0, "maxEventLoopLagMs": 0, "dbConnections": 0,
 			"avgFreeSlots": 0, "avgJobQueueSize": 0, "maxJobQueueSize": 0, "dbErrors": 0,
-			"ackFailed": t.AckFailed, "dlqCount": t.DeadLettered,
+			"ackFailed": t.AckFailed, "ackSuccess": t.Acked - t.AckFailed, "dlqCount": t.DeadLettered,
 			"pushMessages": t.Pushed, "popMessages": t.Popped, "ackMessages": t.Acked,
+			"pushRequests": t.PushBatches, "popRequests": t.PopBatches, "ackRequests": t.AckBatches,
+			"lagCount": t.LagCount, "minFreeSlots": 0, "backoffSize": 0,
 		})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"timeSeries": rows, "bucketMinutes": win.minutes, "timeRange": win.timeRange()})
@@ -173,10 +177,10 @@ func (h *handler) systemMetrics(w http.ResponseWriter, r *http.Request) {
 				rss = append(rss, float64(s.RSS))
 			}
 			points = append(points, map[string]any{
-				"timestamp": msTime(start),
+				"timestamp": msTime(start), "sampleCount": len(rss),
 				"metrics": map[string]any{
 					"cpu":        map[string]stat{"user_us": statOf(user), "system_us": statOf(sys)},
-					"memory":     map[string]stat{"rss_bytes": statOf(rss)},
+					"memory":     map[string]stat{"rss_bytes": statOf(rss), "virtual_bytes": zero},
 					"database":   map[string]stat{"pool_active": zero, "pool_idle": zero, "pool_size": zero},
 					"threadpool": map[string]any{"db": map[string]stat{"pool_size": zero, "queue_size": zero}, "system": map[string]stat{"pool_size": zero, "queue_size": zero}},
 				},
@@ -212,8 +216,9 @@ func queueNames(buckets []history.Bucket, only string) []string {
 
 // queueOps serves GET /api/v1/analytics/queue-ops: per bucket and queue
 // (only the one named by queue, if given), pushes, pops, empty pops, acks
-// and their rates, failed acks, lag, parked messages at the bucket's end,
-// and partitions created and deleted.
+// and their rates, failed acks, lag, the long-polls parked on the queue
+// (parkedCount, the mean of the bucket's samples, as Queen's gauge), and
+// partitions created and deleted.
 func (h *handler) queueOps(w http.ResponseWriter, r *http.Request) {
 	p := newParams(r)
 	only := queueFilter(p)
@@ -232,9 +237,11 @@ func (h *handler) queueOps(w http.ResponseWriter, r *http.Request) {
 			rows = append(rows, map[string]any{
 				"bucket": msTime(b.Start), "queueName": q.Name,
 				"pushMessages": q.Pushed, "popMessages": q.Popped, "popEmpty": q.EmptyPops, "ackMessages": q.Acked,
+				"pushRequests": q.PushBatches, "ackRequests": q.AckBatches, "ackSuccess": q.Acked - q.AckFailed,
+				"emptyPerSecond": perSecond(&b, q.EmptyPops), "partitionCount": q.State.Partitions,
 				"pushPerSecond": perSecond(&b, q.Pushed), "popPerSecond": perSecond(&b, q.Popped), "ackPerSecond": perSecond(&b, q.Acked),
 				"ackFailed": q.AckFailed, "avgLagMs": ms(q.AvgLag()), "maxLagMs": ms(q.LagMax),
-				"parkedCount": q.State.Parked, "partitionsCreated": q.PartitionsCreated, "partitionsDeleted": q.PartitionsDeleted,
+				"parkedCount": round2(q.ParkedPops), "partitionsCreated": q.PartitionsCreated, "partitionsDeleted": q.PartitionsDeleted,
 			})
 		}
 	}
@@ -294,20 +301,22 @@ func (h *handler) retention(w http.ResponseWriter, r *http.Request) {
 		rows = append(rows, map[string]any{
 			"bucket": msTime(b.Start), "retentionMsgs": f.Retained,
 			"completedRetentionMsgs": f.CompletedRetained, "evictionMsgs": f.Evicted,
+			"totalMsgs": f.Retained + f.CompletedRetained + f.Evicted,
 		})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"series": rows,
 		"totals": map[string]int64{
 			"retentionMsgs": total.Retained, "completedRetentionMsgs": total.CompletedRetained, "evictionMsgs": total.Evicted,
+			"totalMsgs": total.Retained + total.CompletedRetained + total.Evicted,
 		},
 		"bucketMinutes": win.minutes, "timeRange": win.timeRange(),
 	})
 }
 
 // queueParkedReplicas serves GET /api/v1/analytics/queue-parked-replicas:
-// the parked messages of each queue at each bucket's end, all on this
-// process, Queen's one replica.
+// the long-polls parked on each queue per bucket (as queue-ops'
+// parkedCount), all on this process, Queen's one replica.
 func (h *handler) queueParkedReplicas(w http.ResponseWriter, r *http.Request) {
 	p := newParams(r)
 	only := queueFilter(p)
@@ -324,7 +333,7 @@ func (h *handler) queueParkedReplicas(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			rows = append(rows, map[string]any{
-				"bucket": msTime(b.Start), "queueName": q.Name, "hostname": host, "workerId": "0", "parkedCount": q.State.Parked,
+				"bucket": msTime(b.Start), "queueName": q.Name, "hostname": host, "workerId": "0", "parkedCount": round2(q.ParkedPops),
 			})
 		}
 	}

@@ -75,7 +75,8 @@ func (c *chartEnv) stamp(d time.Duration) string {
 // traffic runs the story every analytics test reads: a baseline at 0 s;
 // 100 pushes to orders (one call); a sample at 10 s; 20 pushes to mail,
 // 40 pops of orders (one call) acked 25 completed, 10 failed (no retries:
-// dead-lettered), 5 parked, and an empty pop of orders; a sample at 20 s;
+// dead-lettered), 5 parked, an empty pop of orders, and a long-poll
+// parked on orders over the sample at 20 s, gone before the next;
 // 7 pushes to mail and a sample at 120 s, whose interval's middle (70 s)
 // is in the next minute.
 func (c *chartEnv) traffic() {
@@ -112,8 +113,17 @@ func (c *chartEnv) traffic() {
 	res, err = c.b.Pop(bg, queen.PopRequest{Queue: "orders", Partition: "empty"})
 	require.NoError(c.t, err)
 	require.Empty(c.t, res.Messages)
+	ctx, cancel := context.WithCancel(bg)
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		_, _ = c.b.Pop(ctx, queen.PopRequest{Queue: "orders", Partition: "empty", Wait: true, Timeout: time.Minute})
+	}()
+	itest.AwaitWaiting(c.t, c.b, 1)
 	c.clock.Advance(10 * time.Second)
 	c.sample()
+	cancel()
+	<-polled
 
 	c.pushN("mail", "", 7)
 	c.clock.Advance(100 * time.Second)
@@ -210,7 +220,7 @@ func TestAnalytics_SystemMetrics(t *testing.T) {
 }
 
 // TestAnalytics_QueueOps: per bucket and queue, counts, rates, lag, the
-// parked messages and the partitions made; queue= keeps one queue.
+// parked long-polls and the partitions made; queue= keeps one queue.
 func TestAnalytics_QueueOps(t *testing.T) {
 	t.Parallel()
 	c := chartSetup(t)
@@ -237,7 +247,7 @@ func TestAnalytics_QueueOps(t *testing.T) {
 	require.Equal(t, 10.0, orders["ackFailed"])
 	require.Equal(t, 10000.0, orders["avgLagMs"])
 	require.Equal(t, 10000.0, orders["maxLagMs"])
-	require.Equal(t, 5.0, orders["parkedCount"])
+	require.Equal(t, 0.5, orders["parkedCount"], "one long-poll parked at one of the bucket's two samples")
 	require.Equal(t, 1.0, orders["partitionsCreated"], "p1, made by the first push")
 	require.Equal(t, 0.0, orders["partitionsDeleted"])
 
@@ -266,8 +276,8 @@ func TestAnalytics_QueueLag(t *testing.T) {
 	require.Equal(t, "read-only", c.levels["/api/v1/analytics/queue-lag"])
 }
 
-// TestAnalytics_QueueParkedReplicas: each queue's parked messages on the
-// one replica.
+// TestAnalytics_QueueParkedReplicas: each queue's parked long-polls on
+// the one replica.
 func TestAnalytics_QueueParkedReplicas(t *testing.T) {
 	t.Parallel()
 	c := chartSetup(t)
@@ -276,7 +286,8 @@ func TestAnalytics_QueueParkedReplicas(t *testing.T) {
 	series := rows(t, res, "series")
 	require.Len(t, series, 2)
 	require.Equal(t, "orders", series[0]["queueName"])
-	require.Equal(t, 5.0, series[0]["parkedCount"])
+	require.Equal(t, 0.5, series[0]["parkedCount"])
+	require.Equal(t, 0.0, series[1]["parkedCount"])
 	reps := rows(t, res, "replicas")
 	require.Len(t, reps, 1)
 	require.Equal(t, series[0]["hostname"], reps[0]["hostname"])
@@ -315,11 +326,11 @@ func TestAnalytics_Retention(t *testing.T) {
 	got := c.obj("GET", "/api/v1/analytics/retention?from="+c.at(0)+"&to="+c.at(time.Minute), nil, http.StatusOK)
 	series := rows(t, got, "series")
 	require.Len(t, series, 1)
-	require.Equal(t, map[string]any{"bucket": c.stamp(0), "retentionMsgs": 3.0, "completedRetentionMsgs": 2.0, "evictionMsgs": 4.0}, series[0])
-	require.Equal(t, map[string]any{"retentionMsgs": 3.0, "completedRetentionMsgs": 2.0, "evictionMsgs": 4.0}, got["totals"])
+	require.Equal(t, map[string]any{"bucket": c.stamp(0), "retentionMsgs": 3.0, "completedRetentionMsgs": 2.0, "evictionMsgs": 4.0, "totalMsgs": 9.0}, series[0])
+	require.Equal(t, map[string]any{"retentionMsgs": 3.0, "completedRetentionMsgs": 2.0, "evictionMsgs": 4.0, "totalMsgs": 9.0}, got["totals"])
 	require.Equal(t, 1.0, got["bucketMinutes"])
 	one := c.obj("GET", "/api/v1/analytics/retention?queue=old&from="+c.at(0)+"&to="+c.at(time.Minute), nil, http.StatusOK)
-	require.Equal(t, map[string]any{"retentionMsgs": 3.0, "completedRetentionMsgs": 0.0, "evictionMsgs": 0.0}, one["totals"])
+	require.Equal(t, map[string]any{"retentionMsgs": 3.0, "completedRetentionMsgs": 0.0, "evictionMsgs": 0.0, "totalMsgs": 3.0}, one["totals"])
 	require.Equal(t, "read-only", c.levels["/api/v1/analytics/retention"])
 }
 
@@ -365,6 +376,8 @@ func TestStatus_Series(t *testing.T) {
 	require.Equal(t, 40.0, workers[0]["messagesProcessed"], "acked in the 2 minutes before the newest sample")
 
 	msgs := res["messages"].(map[string]any)
+	require.Equal(t, map[string]any{"push": 3.0, "pop": 1.0, "ack": 3.0}, msgs["requests"])
+	require.Equal(t, map[string]any{"dbErrors": 0.0, "ackFailed": 10.0, "dlqMessages": 10.0}, res["errors"])
 	require.Equal(t, map[string]any{"push": 42.33, "pop": 40.0, "ack": 13.33}, msgs["batchEfficiency"],
 		"127 messages in 3 push calls; 40 in one pop; 40 acks in one call of 3 statuses")
 	leases := res["leases"].(map[string]any)
@@ -411,7 +424,7 @@ func TestAnalytics_NoHistory(t *testing.T) {
 	require.Equal(t, []any{}, e.arr("GET", "/api/v1/analytics/queue-lag", nil, http.StatusOK))
 	ret := e.obj("GET", "/api/v1/analytics/retention", nil, http.StatusOK)
 	require.Equal(t, []any{}, ret["series"])
-	require.Equal(t, map[string]any{"retentionMsgs": 0.0, "completedRetentionMsgs": 0.0, "evictionMsgs": 0.0}, ret["totals"])
+	require.Equal(t, map[string]any{"retentionMsgs": 0.0, "completedRetentionMsgs": 0.0, "evictionMsgs": 0.0, "totalMsgs": 0.0}, ret["totals"])
 	park := e.obj("GET", "/api/v1/analytics/queue-parked-replicas", nil, http.StatusOK)
 	require.Equal(t, []any{}, park["series"])
 	require.Equal(t, []any{}, park["replicas"])
@@ -428,7 +441,8 @@ func TestBucketMinutes(t *testing.T) {
 	for _, tc := range []struct {
 		span time.Duration
 		want float64
-	}{{time.Hour, 1}, {2 * time.Hour, 1}, {3 * time.Hour, 5}, {24 * time.Hour, 15}, {48 * time.Hour, 60}, {30 * 24 * time.Hour, 360}} {
+	}{{time.Hour, 1}, {61 * time.Minute, 5}, {6 * time.Hour, 5}, {7 * time.Hour, 15}, {24 * time.Hour, 15}, {48 * time.Hour, 60},
+		{7 * 24 * time.Hour, 60}, {30 * 24 * time.Hour, 360}} {
 		res := c.obj("GET", "/api/v1/analytics/worker-metrics?from="+c.at(0)+"&to="+c.at(tc.span), nil, http.StatusOK)
 		require.Equal(t, tc.want, res["bucketMinutes"], tc.span.String())
 	}

@@ -18,10 +18,12 @@ type errorCount struct {
 }
 
 // statusMessages is the messages object of GET /api/v1/status: Queen's
-// counters summed over the queues, and the batch efficiency.
+// counters summed over the queues, the batch efficiency and the calls it
+// is measured over.
 type statusMessages struct {
 	counts
 	BatchEfficiency map[string]float64 `json:"batchEfficiency"`
+	Requests        map[string]int64   `json:"requests"`
 }
 
 // status serves GET /api/v1/status, Queen's cluster overview, with the
@@ -135,7 +137,7 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 			"pointCount": len(series.throughput)},
 		"throughput": series.throughput,
 		"queues":     queues,
-		"messages":   statusMessages{msgs, series.batch},
+		"messages":   statusMessages{msgs, series.batch, series.requests},
 		"leases": map[string]any{"active": active, "partitionsWithLeases": withLeases, "totalBatchSize": held,
 			"totalAcked": 0},
 		"deadLetterQueue": map[string]any{

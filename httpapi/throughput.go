@@ -18,6 +18,7 @@ type statusSeries struct {
 	throughput []map[string]any // newest first
 	workers    []map[string]any
 	batch      map[string]float64 // messages per call: push, pop, ack
+	requests   map[string]int64   // calls that moved a message: push, pop, ack
 }
 
 // figuresOf returns what a bucket counted for the queues named, or for the
@@ -48,7 +49,7 @@ func ratio(n, d int64) float64 {
 // Without a History, all are empty or zero.
 func (h *handler) statusSeries(win analyticsWindow, names map[string]bool) statusSeries {
 	out := statusSeries{throughput: []map[string]any{}, workers: []map[string]any{},
-		batch: map[string]float64{"push": 0, "pop": 0, "ack": 0}}
+		batch: map[string]float64{"push": 0, "pop": 0, "ack": 0}, requests: map[string]int64{"push": 0, "pop": 0, "ack": 0}}
 	if h.hist == nil {
 		return out
 	}
@@ -62,14 +63,16 @@ func (h *handler) statusSeries(win analyticsWindow, names map[string]bool) statu
 			"timestamp":         msTime(b.Start),
 			"ingestedPerSecond": perSecond(b, f.Pushed), "popPerSecond": perSecond(b, f.Popped),
 			"processedPerSecond": perSecond(b, f.Acked),
-			"ingested":           f.Pushed, "popped": f.Popped, "processed": f.Acked,
+			"ingested":           f.Pushed, "popMessages": f.Popped, "processed": f.Acked,
 			"avgLagMs": ms(f.AvgLag()), "maxLagMs": ms(f.LagMax),
 			"dbErrors": 0, "ackFailed": f.AckFailed, "dlqCount": f.DeadLettered,
-			"avgEventLoopLagMs": 0, "maxEventLoopLagMs": 0,
+			"avgEventLoopLagMs": 0, "maxEventLoopLagMs": 0, "minFreeSlots": 0,
+			"queenRssMb":      round2(float64(b.RSS) / (1 << 20)),
 			"queenCpuUserPct": round2(b.CPUPercent(b.CPUUser)), "queenCpuSysPct": round2(b.CPUPercent(b.CPUSystem)),
 			"dbPoolActive": 0, "dbPoolIdle": 0, "dbPoolSize": 0,
 		})
 	}
+	out.requests = map[string]int64{"push": sum.PushBatches, "pop": sum.PopBatches, "ack": sum.AckBatches}
 	out.batch = map[string]float64{
 		"push": ratio(sum.Pushed, sum.PushBatches), "pop": ratio(sum.Popped, sum.PopBatches), "ack": ratio(sum.Acked, sum.AckBatches),
 	}
@@ -81,6 +84,7 @@ func (h *handler) statusSeries(win analyticsWindow, names map[string]bool) statu
 		out.workers = append(out.workers, map[string]any{
 			"hostname": hostname(), "workerId": "0", "lastSeen": msTime(last.At),
 			"avgEventLoopLagMs": 0, "maxEventLoopLagMs": 0, "messagesProcessed": processed,
+			"freeSlots": 0, "dbConnections": 0, "jobQueueSize": 0, "backoffSize": 0,
 		})
 	}
 	return out
@@ -119,8 +123,9 @@ func (h *handler) partitionsWithLeases(ctx context.Context, groups []queen.Group
 }
 
 // statusErrors is the errors object of GET /api/v1/status: failed acks
-// since the broker opened, and no database errors (there is no database
-// server).
+// and dead-lettered messages since the broker opened, and no database
+// errors (there is no database server).
 func (h *handler) statusErrors() map[string]int64 {
-	return map[string]int64{"dbErrors": 0, "ackFailed": h.b.Counters().Acked[queen.AckFailed]}
+	c := h.b.Counters()
+	return map[string]int64{"dbErrors": 0, "ackFailed": c.Acked[queen.AckFailed], "dlqMessages": c.DeadLettered}
 }

@@ -235,6 +235,37 @@ func TestRecorder_QueueMadeAgain(t *testing.T) {
 	require.EqualValues(t, 1, s.Totals.PartitionsDeleted, "the deleted queue's partition")
 }
 
+// TestRecorder_ParkedPops samples the long-polls parked on each queue
+// and averages them over a bucket.
+func TestRecorder_ParkedPops(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil)
+	r.push(t, "q", "p", 1)
+	r.sample(t)
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = r.b.Pop(ctx, queen.PopRequest{Queue: "q", Partition: "other", Wait: true, Timeout: time.Minute})
+	}()
+	itest.AwaitWaiting(t, r.b, 1)
+	r.clock.Advance(10 * time.Second)
+	r.sample(t)
+	cancel()
+	<-done
+	r.clock.Advance(10 * time.Second)
+	r.sample(t)
+	s := r.rec.Samples(time.Time{}, time.Time{})
+	q0, _ := s[0].Queue("q")
+	q1, _ := s[1].Queue("q")
+	require.Equal(t, 1.0, q0.ParkedPops)
+	require.Zero(t, q1.ParkedPops)
+	b := r.rec.Series(time.Time{}, time.Time{}, time.Minute)
+	require.Len(t, b, 1)
+	q, _ := b[0].Queue("q")
+	require.Equal(t, 0.5, q.ParkedPops, "the mean of 1 and 0")
+}
+
 // TestRecorder_Process takes CPU time as a difference and as a share of
 // the time covered, and the newest resident memory.
 func TestRecorder_Process(t *testing.T) {

@@ -82,6 +82,13 @@ type QueueFigures struct {
 	Name string
 	Figures
 	State QueueState
+	// ParkedPops is the long-poll pops parked on the queue (see
+	// [queen.Broker.ParkedPops]): in a Sample, at its time; in a Bucket,
+	// the mean over the samples that held the queue (Queen's parked
+	// gauge). Zero for a client without ParkedPops.
+	ParkedPops float64
+
+	samples int // in a Bucket: how many samples held the queue
 }
 
 // Sample is what changed between two readings of the client, taken
@@ -181,8 +188,11 @@ func (b *Bucket) add(s Sample) {
 		if i == len(b.Queues) {
 			b.Queues = append(b.Queues, QueueFigures{Name: q.Name})
 		}
-		b.Queues[i].Add(q.Figures)
-		b.Queues[i].State = q.State
+		bq := &b.Queues[i]
+		bq.Add(q.Figures)
+		bq.State = q.State
+		bq.ParkedPops = (bq.ParkedPops*float64(bq.samples) + q.ParkedPops) / float64(bq.samples+1)
+		bq.samples++
 	}
 	byName(b.Queues)
 }
@@ -193,7 +203,8 @@ type reading struct {
 	totals   *queen.Counters                // nil when the client has no Counters
 	counters map[string]queen.QueueCounters // nil when it has no QueueCounters
 	states   map[string]QueueState
-	names    []string // of states, sorted
+	names    []string       // of states, sorted
+	parked   map[string]int // nil when the client has no ParkedPops
 	proc     Process
 }
 
@@ -218,6 +229,9 @@ func (r *Recorder) read(ctx context.Context) (*reading, error) {
 	if qc, ok := r.c.(queueCounterSource); ok {
 		cur.counters = qc.QueueCounters()
 	}
+	if pp, ok := r.c.(parkedSource); ok {
+		cur.parked = pp.ParkedPops()
+	}
 	return cur, nil
 }
 
@@ -233,7 +247,7 @@ func (cur *reading) since(prev *reading, maxQueues int) Sample {
 	s.Queues = make([]QueueFigures, len(kept))
 	index := make(map[string]int, len(kept))
 	for i, name := range kept {
-		s.Queues[i] = QueueFigures{Name: name, State: cur.states[name]}
+		s.Queues[i] = QueueFigures{Name: name, State: cur.states[name], ParkedPops: float64(cur.parked[name])}
 		index[name] = i
 	}
 	for name, c := range cur.counters {
