@@ -233,6 +233,17 @@ func TestRecorder_QueueMadeAgain(t *testing.T) {
 	s, _ = r.rec.Latest()
 	require.Empty(t, s.Queues)
 	require.EqualValues(t, 1, s.Totals.PartitionsDeleted, "the deleted queue's partition")
+
+	// Pushes to a queue deleted before the next sample still count in the
+	// totals (the broker's own), though the queue and its counters are gone.
+	r.push(t, "gone", "p", 3)
+	_, err = r.b.DeleteQueue(bg, "gone")
+	require.NoError(t, err)
+	r.clock.Advance(10 * time.Second)
+	r.sample(t)
+	s, _ = r.rec.Latest()
+	require.Empty(t, s.Queues)
+	require.EqualValues(t, 3, s.Totals.Pushed)
 }
 
 // TestRecorder_ParkedPops samples the long-polls parked on each queue
@@ -273,14 +284,15 @@ func TestRecorder_Process(t *testing.T) {
 	p := &fakeProcess{user: 2 * time.Second, sys: time.Second, rss: 64 << 20}
 	r := newRig(t, &history.Options{Interval: 10 * time.Second, Process: p.read})
 	r.sample(t)
-	r.clock.Advance(10 * time.Second)
+	r.clock.Advance(20 * time.Second) // a late sample: its interval is what passed
 	r.sample(t)
 	b := r.rec.Series(time.Time{}, time.Time{}, time.Minute)
 	require.Len(t, b, 1)
+	require.Equal(t, 20*time.Second, b[0].Elapsed)
 	require.Equal(t, 2*time.Second, b[0].CPUUser)
 	require.Equal(t, time.Second, b[0].CPUSystem)
-	require.InDelta(t, 20.0, b[0].CPUPercent(b[0].CPUUser), 1e-9)
-	require.InDelta(t, 10.0, b[0].CPUPercent(b[0].CPUSystem), 1e-9)
+	require.InDelta(t, 10.0, b[0].CPUPercent(b[0].CPUUser), 1e-9)
+	require.InDelta(t, 5.0, b[0].CPUPercent(b[0].CPUSystem), 1e-9)
 	require.EqualValues(t, 64<<20, b[0].RSS)
 }
 
