@@ -19,8 +19,9 @@ import (
 var bg = context.Background()
 
 // chartEnv is a handler with a History of its broker, on a fake clock
-// that starts on the hour, with a fake process that uses 2 s of user and
-// 1 s of system CPU between two samples and has 64 MiB resident.
+// that starts on the hour, with a fake process that has 64 MiB resident
+// and uses 1 s of system CPU between two reads, and n s of user CPU
+// before its n-th read (1 s, then 2 s more, 3 s more...).
 type chartEnv struct {
 	*env
 	rec    *history.Recorder
@@ -34,8 +35,10 @@ func chartSetup(t *testing.T) *chartEnv {
 	start := itest.Epoch().Truncate(time.Hour)
 	e.clock.Set(start)
 	var proc history.Process
+	reads := 0
 	rec := history.New(e.b, &history.Options{Interval: 10 * time.Second, Process: func() history.Process {
-		proc.CPUUser += 2 * time.Second
+		reads++
+		proc.CPUUser += time.Duration(reads) * time.Second
 		proc.CPUSystem += time.Second
 		proc.RSS = 64 << 20
 		return proc
@@ -73,7 +76,8 @@ func (c *chartEnv) stamp(d time.Duration) string {
 }
 
 // traffic runs the story every analytics test reads: a baseline at 0 s;
-// 100 pushes to orders (one call); a sample at 10 s; 20 pushes to mail,
+// 100 pushes to orders in two calls, 30 at 0 s and 70 at 4 s; a sample
+// at 10 s; 20 pushes to mail,
 // 40 pops of orders (one call) acked 25 completed, 10 failed (no retries:
 // dead-lettered), 5 parked, an empty pop of orders, and a long-poll
 // parked on orders over the sample at 20 s, gone before the next;
@@ -86,8 +90,10 @@ func (c *chartEnv) traffic() {
 	_, err := c.b.ConfigureQueue(bg, "orders", cfg)
 	require.NoError(c.t, err)
 	c.sample()
-	c.pushN("orders", "p1", 100)
-	c.clock.Advance(10 * time.Second)
+	c.pushN("orders", "p1", 30)
+	c.clock.Advance(4 * time.Second)
+	c.pushN("orders", "p1", 70)
+	c.clock.Advance(6 * time.Second)
 	c.sample()
 
 	c.pushN("mail", "", 20)
@@ -152,7 +158,8 @@ func requireKeys(t *testing.T, row map[string]any, keys string) {
 }
 
 // TestAnalytics_WorkerMetrics: one bucket a minute; in the first, 120
-// pushes, 40 pops and 40 acks over the 20 s sampled, 10 s of lag, 10
+// pushes, 40 pops and 40 acks over the 20 s sampled, 9 s of lag on
+// average (30 popped after 10 s, 10 after 6 s) and 10 s at most, 10
 // failed acks dead-lettered; what has no meaning here is 0.
 func TestAnalytics_WorkerMetrics(t *testing.T) {
 	t.Parallel()
@@ -169,7 +176,7 @@ func TestAnalytics_WorkerMetrics(t *testing.T) {
 	require.Equal(t, 6.0, first["pushPerSecond"], "120 pushes over 20 s")
 	require.Equal(t, 2.0, first["popPerSecond"])
 	require.Equal(t, 2.0, first["ackPerSecond"])
-	require.Equal(t, 10000.0, first["avgLagMs"], "popped 10 s after the push")
+	require.Equal(t, 9000.0, first["avgLagMs"], "30 popped 10 s after their push, 10 after 6 s")
 	require.Equal(t, 10000.0, first["maxLagMs"])
 	require.Equal(t, 10.0, first["ackFailed"])
 	require.Equal(t, 10.0, first["dlqCount"])
@@ -187,8 +194,9 @@ func TestAnalytics_WorkerMetrics(t *testing.T) {
 }
 
 // TestAnalytics_SystemMetrics: this process as one replica, CPU as
-// hundredths of a percent of a core (2 s of 10 s: 20 % → 2000), RSS in
-// bytes, and the pools 0.
+// hundredths of a percent of a core (2 s of 10 s: 20 % → 2000; then 3 s
+// of 10 s), summarized over the bucket's samples, RSS in bytes, and the
+// pools 0.
 func TestAnalytics_SystemMetrics(t *testing.T) {
 	t.Parallel()
 	c := chartSetup(t)
@@ -205,7 +213,7 @@ func TestAnalytics_SystemMetrics(t *testing.T) {
 	require.Equal(t, c.stamp(0), pts[0]["timestamp"])
 	m := pts[0]["metrics"].(map[string]any)
 	cpu := m["cpu"].(map[string]any)
-	require.Equal(t, map[string]any{"avg": 2000.0, "max": 2000.0, "min": 2000.0, "last": 2000.0}, cpu["user_us"])
+	require.Equal(t, map[string]any{"avg": 2500.0, "max": 3000.0, "min": 2000.0, "last": 3000.0}, cpu["user_us"])
 	require.Equal(t, map[string]any{"avg": 1000.0, "max": 1000.0, "min": 1000.0, "last": 1000.0}, cpu["system_us"])
 	require.Equal(t, 64.0*(1<<20), m["memory"].(map[string]any)["rss_bytes"].(map[string]any)["last"])
 	zero := map[string]any{"avg": 0.0, "max": 0.0, "min": 0.0, "last": 0.0}
@@ -215,7 +223,7 @@ func TestAnalytics_SystemMetrics(t *testing.T) {
 	tp := m["threadpool"].(map[string]any)
 	requireKeys(t, tp, "db system")
 	second := pts[1]["metrics"].(map[string]any)["cpu"].(map[string]any)["user_us"].(map[string]any)
-	require.Equal(t, 200.0, second["avg"], "2 s of 100 s: 2 %")
+	require.Equal(t, 400.0, second["avg"], "4 s of 100 s: 4 %")
 	require.Equal(t, "read-only", c.levels["/api/v1/analytics/system-metrics"])
 }
 
@@ -245,7 +253,7 @@ func TestAnalytics_QueueOps(t *testing.T) {
 	require.Equal(t, 2.0, orders["popPerSecond"])
 	require.Equal(t, 2.0, orders["ackPerSecond"])
 	require.Equal(t, 10.0, orders["ackFailed"])
-	require.Equal(t, 10000.0, orders["avgLagMs"])
+	require.Equal(t, 9000.0, orders["avgLagMs"])
 	require.Equal(t, 10000.0, orders["maxLagMs"])
 	require.Equal(t, 0.5, orders["parkedCount"], "one long-poll parked at one of the bucket's two samples")
 	require.Equal(t, 1.0, orders["partitionsCreated"], "p1, made by the first push")
@@ -271,7 +279,8 @@ func TestAnalytics_QueueLag(t *testing.T) {
 	requireKeys(t, got[0], "bucketTime queueName avgLagMs maxLagMs popCount")
 	require.Equal(t, c.stamp(0), got[0]["bucketTime"])
 	require.Equal(t, "orders", got[0]["queueName"])
-	require.Equal(t, 10000.0, got[0]["avgLagMs"])
+	require.Equal(t, 9000.0, got[0]["avgLagMs"])
+	require.Equal(t, 10000.0, got[0]["maxLagMs"])
 	require.Equal(t, 40.0, got[0]["popCount"])
 	require.Equal(t, "read-only", c.levels["/api/v1/analytics/queue-lag"])
 }
@@ -359,11 +368,11 @@ func TestStatus_Series(t *testing.T) {
 	require.Equal(t, 2.0, row["processedPerSecond"])
 	require.Equal(t, 120.0, row["ingested"])
 	require.Equal(t, 40.0, row["processed"])
-	require.Equal(t, 10000.0, row["avgLagMs"])
+	require.Equal(t, 9000.0, row["avgLagMs"])
 	require.Equal(t, 10000.0, row["maxLagMs"])
 	require.Equal(t, 10.0, row["ackFailed"])
 	require.Equal(t, 10.0, row["dlqCount"])
-	require.Equal(t, 20.0, row["queenCpuUserPct"])
+	require.Equal(t, 25.0, row["queenCpuUserPct"], "5 s of 20 s")
 	require.Equal(t, 10.0, row["queenCpuSysPct"])
 	for _, k := range strings.Fields("dbErrors avgEventLoopLagMs maxEventLoopLagMs dbPoolActive dbPoolIdle dbPoolSize") {
 		require.Equal(t, 0.0, row[k], k)
@@ -376,10 +385,10 @@ func TestStatus_Series(t *testing.T) {
 	require.Equal(t, 40.0, workers[0]["messagesProcessed"], "acked in the 2 minutes before the newest sample")
 
 	msgs := res["messages"].(map[string]any)
-	require.Equal(t, map[string]any{"push": 3.0, "pop": 1.0, "ack": 3.0}, msgs["requests"])
+	require.Equal(t, map[string]any{"push": 4.0, "pop": 1.0, "ack": 3.0}, msgs["requests"])
 	require.Equal(t, map[string]any{"dbErrors": 0.0, "ackFailed": 10.0, "dlqMessages": 10.0}, res["errors"])
-	require.Equal(t, map[string]any{"push": 42.33, "pop": 40.0, "ack": 13.33}, msgs["batchEfficiency"],
-		"127 messages in 3 push calls; 40 in one pop; 40 acks in one call of 3 statuses")
+	require.Equal(t, map[string]any{"push": 31.75, "pop": 40.0, "ack": 13.33}, msgs["batchEfficiency"],
+		"127 messages in 4 push calls; 40 in one pop; 40 acks in one call of 3 statuses")
 	leases := res["leases"].(map[string]any)
 	require.Equal(t, 2.0, leases["active"], "two groups lease p1")
 	require.Equal(t, 1.0, leases["partitionsWithLeases"], "p1 once")
