@@ -51,10 +51,10 @@ func (h *handler) groupsPage(w http.ResponseWriter, r *http.Request) {
 
 type groupData struct {
 	queen.GroupStats
-	Cursors    []groupCursor // the page's partitions
-	Search     string
-	Pager      pager
-	Links      links
+	Cursors []groupCursor // the page's partitions
+	Search  string
+	Pager   pager
+	Links   links
 }
 
 // groupCursor is the group's position in one partition.
