@@ -322,7 +322,7 @@ func (c *config) handler(b *queen.Broker, auth *authorizer, hist *history.Record
 	if !c.console {
 		return api
 	}
-	return withConsole(api, b, auth, nil, logger)
+	return withConsole(api, b, auth, hist, logger)
 }
 
 // parseBytes reads a positive byte count, bare or with a KiB, MiB or GiB
