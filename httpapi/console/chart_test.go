@@ -54,7 +54,7 @@ func TestConsole_Charts(t *testing.T) {
 		for _, p := range strings.Fields(pts[1]) {
 			ys = append(ys, p[strings.Index(p, ",")+1:])
 		}
-		require.Equal(t, []string{strconv.Itoa(150-5-135/2) + ".5", "10.0"}, ys, path)
+		require.Equal(t, []string{"77.5", "10.0"}, ys, path)
 	}
 	row := rowHTML(t, e.ok("/"), "queues", "orders")
 	require.Equal(t, []string{"2.00", "0.50", "0"}, cells(row)[9:])
