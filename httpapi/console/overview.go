@@ -80,8 +80,32 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 }
 
 // oldestPending fills the rows' OldestPending from the groups of their
-// queues: one lookup per queue of the page.
+// queues: one FindGroups per queue of the page, or one ListGroups of all
+// for a client without FindGroups (a remote one: one request).
 func (h *handler) oldestPending(r *http.Request, rows []queueRow) error {
+	at := make(map[string]int, len(rows))
+	for i := range rows {
+		at[rows[i].Name] = i
+	}
+	note := func(groups []queen.GroupStats) {
+		for _, g := range groups {
+			i, ok := at[g.Queue]
+			if !ok || g.OldestPendingAt.IsZero() {
+				continue
+			}
+			if o := &rows[i].OldestPending; o.IsZero() || g.OldestPendingAt.Before(*o) {
+				*o = g.OldestPendingAt
+			}
+		}
+	}
+	if _, ok := h.c.(groupFinder); !ok {
+		groups, err := h.c.ListGroups(r.Context(), "")
+		if err != nil {
+			return err
+		}
+		note(groups)
+		return nil
+	}
 	for i := range rows {
 		if len(rows[i].Groups) == 0 || rows[i].Pending == 0 {
 			continue
@@ -90,14 +114,7 @@ func (h *handler) oldestPending(r *http.Request, rows []queueRow) error {
 		if err != nil {
 			return err
 		}
-		for _, g := range groups {
-			if g.OldestPendingAt.IsZero() {
-				continue
-			}
-			if o := &rows[i].OldestPending; o.IsZero() || g.OldestPendingAt.Before(*o) {
-				*o = g.OldestPendingAt
-			}
-		}
+		note(groups)
 	}
 	return nil
 }

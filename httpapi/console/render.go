@@ -92,7 +92,8 @@ func (h *handler) newView(w http.ResponseWriter, r *http.Request, page string, d
 	}
 	_, err := r.Cookie(tokenCookie)
 	v.LoggedIn = err == nil
-	if r.Method == http.MethodGet {
+	// A live refresh leaves the result for the page the browser shows.
+	if r.Method == http.MethodGet && r.Header.Get("X-Console-Live") == "" {
 		v.Result = h.takeResult(w, r)
 	}
 	return v
