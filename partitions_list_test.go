@@ -97,6 +97,12 @@ func TestListPartitions_AgreesWithQueueStats(t *testing.T) {
 	require.NoError(t, err)
 	leased := pop(t, b, queen.PopRequest{Queue: "orders", Group: "billing", Batch: 2, Partitions: 2})
 	require.NotEmpty(t, leased.Messages)
+	// A batch acked out of order: its settled message is no longer in
+	// flight, though the batch still is.
+	part := pop(t, b, queen.PopRequest{Queue: "orders", Partition: "p5", Group: "audit", Batch: 3})
+	require.Len(t, part.Messages, 3)
+	_, err = b.AckBatch(ctx, ackItems(part.Messages[1:2], queen.AckCompleted))
+	require.NoError(t, err)
 
 	check := func() {
 		t.Helper()
