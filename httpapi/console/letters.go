@@ -44,6 +44,10 @@ const (
 	maxName = 255
 )
 
+// matchPage is the page size matching lists entries with (a variable
+// so that tests can cross pages with few entries).
+var matchPage = maxPageSize
+
 // letterFilter is a letter page's filter as the form holds it.
 type letterFilter struct {
 	Queue, Group, Partition string
@@ -258,7 +262,7 @@ func (h *handler) lettersAction(k letterKind, replay bool) http.HandlerFunc {
 // matching lists the ids of the entries matching f, at most maxMatching;
 // more reports that there were more.
 func (h *handler) matching(ctx context.Context, k letterKind, f queen.LetterFilter) (ids []string, more bool, err error) {
-	f.Limit = maxPageSize
+	f.Limit = matchPage
 	for {
 		page, err := k.list(h.c, ctx, f)
 		if err != nil {

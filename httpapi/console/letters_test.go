@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/httpapi/console"
 	"github.com/stretchr/testify/require"
 )
 
@@ -67,11 +68,13 @@ func TestConsole_DeadLettersMatching(t *testing.T) {
 	// Paging.
 	first := e.ok("/deadletters?limit=4")
 	require.Len(t, rows(t, first, "deadletters"), 4)
-	require.Contains(t, first, `data-page-link="next"`)
+	require.Contains(t, first, `<a href="?from=4&amp;limit=4" rel="next" data-page-link="next">`)
 	require.Contains(t, first, "6 in all")
 	require.Len(t, rows(t, e.ok("/deadletters?limit=4&from=4"), "deadletters"), 2)
 
-	// All matching a filter: a confirmation first, saying how many.
+	// All matching a filter: a confirmation first, saying how many (the
+	// entries listed two by two).
+	defer console.SetMatchPage(2)()
 	f := form("scope", "matching", "queue", "orders", "group", "billing")
 	p := e.post("/deadletters/delete", f)
 	require.Equal(t, http.StatusOK, p.status, p.body)
