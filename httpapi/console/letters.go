@@ -152,10 +152,7 @@ func (h *handler) lettersPage(k letterKind) http.HandlerFunc {
 			h.clientErr(w, r, err)
 			return
 		}
-		p.Total = page.Total
-		if p.From+len(page.Letters) < page.Total {
-			p.Next = p.From + len(page.Letters)
-		}
+		p.counted(len(page.Letters), page.Total)
 		h.render(w, r, http.StatusOK, k.path, lettersData{Kind: k.path, Noun: k.noun, Filter: lf, Letters: page.Letters, Pager: p, Links: pageLinks(r, p)})
 	}
 }

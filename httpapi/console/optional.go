@@ -59,11 +59,5 @@ func (h *handler) groups(ctx context.Context, queue, group string) ([]queen.Grou
 	if err != nil {
 		return nil, err
 	}
-	kept := all[:0]
-	for _, g := range all {
-		if queue == "" || g.Queue == queue {
-			kept = append(kept, g)
-		}
-	}
-	return kept, nil
+	return filter(all, func(g *queen.GroupStats) bool { return queue == "" || g.Queue == queue }), nil
 }

@@ -50,13 +50,7 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 	}
 	search := strings.TrimSpace(r.URL.Query().Get("q"))
 	if search != "" {
-		kept := all[:0:0]
-		for _, q := range all {
-			if strings.Contains(q.Name, search) {
-				kept = append(kept, q)
-			}
-		}
-		all = kept
+		all = filter(all, func(q *queen.QueueStats) bool { return strings.Contains(q.Name, search) })
 	}
 	page := pageOf(&p, all)
 	rows := make([]queueRow, len(page))

@@ -44,7 +44,7 @@ func readPager(r *http.Request) (pager, string) {
 	return p, ""
 }
 
-// slice returns the page of rows and sets Total and Next.
+// pageOf returns the page of rows and sets Total and Next.
 func pageOf[T any](p *pager, rows []T) []T {
 	p.Total = len(rows)
 	if p.From >= len(rows) {
@@ -57,7 +57,7 @@ func pageOf[T any](p *pager, rows []T) []T {
 	return rows[p.From:end]
 }
 
-// link returns the query string of the page starting at from, with the
+// pageLink returns the query string of the page starting at from, with the
 // request's other parameters kept.
 func pageLink(r *http.Request, from int) string {
 	q := r.URL.Query()
@@ -65,7 +65,8 @@ func pageLink(r *http.Request, from int) string {
 	return "?" + q.Encode()
 }
 
-// Prev is the From of the previous page, -1 on the first.
+// Prev is the From of the previous page, -1 on the first (the first
+// page, after a search).
 func (p pager) Prev() int {
 	if p.From == 0 {
 		return -1
@@ -89,4 +90,24 @@ func pageLinks(r *http.Request, p pager) links {
 		l.Next = pageLink(r, p.Next)
 	}
 	return l
+}
+
+// counted sets Total and Next after a page of n rows read from a listing
+// of total rows.
+func (p *pager) counted(n, total int) {
+	p.Total = total
+	if p.From+n < total {
+		p.Next = p.From + n
+	}
+}
+
+// filter keeps the rows keep accepts, in a new slice.
+func filter[T any](rows []T, keep func(*T) bool) []T {
+	var out []T
+	for i := range rows {
+		if keep(&rows[i]) {
+			out = append(out, rows[i])
+		}
+	}
+	return out
 }

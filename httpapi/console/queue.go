@@ -123,13 +123,7 @@ func (h *handler) partitions(r *http.Request, queue, search string, p *pager) (*
 	}
 	parts := qs.Partitions
 	if search != "" {
-		kept := parts[:0:0]
-		for _, ps := range parts {
-			if strings.Contains(ps.Name, search) {
-				kept = append(kept, ps)
-			}
-		}
-		parts = kept
+		parts = filter(parts, func(ps *queen.PartitionStats) bool { return strings.Contains(ps.Name, search) })
 	}
 	page := &queen.PartitionPage{Queue: *qs, Partitions: pageOf(p, parts)}
 	page.Queue.Partitions = nil

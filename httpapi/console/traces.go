@@ -58,10 +58,7 @@ func (h *handler) tracesPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		d.Traces = page.Traces
-		p.Total = page.Total
-		if p.From+len(page.Traces) < page.Total {
-			p.Next = p.From + len(page.Traces)
-		}
+		p.counted(len(page.Traces), page.Total)
 	default:
 		page, err := t.TraceNames(r.Context(), p.Limit, p.From)
 		if err != nil {
@@ -69,10 +66,7 @@ func (h *handler) tracesPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		d.Names = page.Names
-		p.Total = page.Total
-		if p.From+len(page.Names) < page.Total {
-			p.Next = p.From + len(page.Names)
-		}
+		p.counted(len(page.Names), page.Total)
 	}
 	d.Pager, d.Links = p, pageLinks(r, p)
 	h.render(w, r, http.StatusOK, "traces", d)
