@@ -73,8 +73,9 @@ type Options struct {
 	// through.
 	Authorize func(r *http.Request, level httpapi.Access) error
 
-	// Refresh is how often the live parts of a page reload. Defaults to 5
-	// seconds; a negative value turns live refresh off.
+	// Refresh is how often the live parts of a page reload (at least a
+	// second: each reload renders the page). Defaults to 5 seconds; a
+	// negative value turns live refresh off.
 	Refresh time.Duration
 
 	// History, when set, supplies the throughput charts and the queues'
@@ -99,13 +100,12 @@ const (
 const maxForm = 1 << 20
 
 type handler struct {
-	c       queen.Client
-	opts    Options
-	log     *slog.Logger
-	mux     *http.ServeMux
-	secret  []byte // HMAC key of the CSRF tokens
-	started time.Time
-	pages   *pages
+	c      queen.Client
+	opts   Options
+	log    *slog.Logger
+	mux    *http.ServeMux
+	secret []byte // HMAC key of the CSRF tokens, new for each handler
+	pages  *pages
 }
 
 // New returns the console of c. It panics if c is nil.
@@ -124,8 +124,10 @@ func New(c queen.Client, opts *Options) http.Handler {
 	if h.opts.Refresh == 0 {
 		h.opts.Refresh = 5 * time.Second
 	}
+	if h.opts.Refresh > 0 && h.opts.Refresh < time.Second {
+		h.opts.Refresh = time.Second // each refresh renders the page again
+	}
 	_, _ = rand.Read(h.secret) // never fails (crypto/rand panics instead)
-	h.started = time.Now()
 	h.routes()
 	return h
 }

@@ -38,6 +38,10 @@ func TestConsole_EveryPageRenders(t *testing.T) {
 			}
 			js := e.get("/static/console.js")
 			require.Equal(t, http.StatusOK, js.status)
+			// A name with a slash, a space and a question mark links to its page.
+			e.push("a/b c?", "p/1", `1`)
+			require.Contains(t, e.ok("/"), `href="`+e.prefix+`/queues/a%2Fb%20c%3F"`)
+			require.Len(t, rows(t, e.ok("/queues/a%2Fb%20c%3F?partition=p%2F1"), "messages"), 1)
 			require.Contains(t, js.body, "data-live")
 			require.Equal(t, http.StatusNotFound, e.get("/static/nothing.css").status)
 			require.Equal(t, http.StatusNotFound, e.get("/nowhere").status)
