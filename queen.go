@@ -323,15 +323,17 @@ type Broker struct {
 
 	callWait time.Duration // closeCallWait; shorter in tests
 
-	w        *writer
-	timers   timerWheel
-	stop     chan struct{}
-	bg       sync.WaitGroup
-	consumer consumerSet
-	sweeps   []func() error // unfinished queue deletions found by load
-	counters counters
-	maint    atomic.Bool // maintenance mode: pops claim nothing (see SetMaintenanceMode)
+	w         *writer
+	timers    timerWheel
+	stop      chan struct{}
+	bg        sync.WaitGroup
+	consumer  consumerSet
+	sweeps    []func() error // unfinished queue deletions found by load
+	counters  counters
+	qcounters queueTable  // per-queue counters, for dashboards
+	maint     atomic.Bool // maintenance mode: pops claim nothing (see SetMaintenanceMode)
 
+	opened     time.Time   // on the broker's clock, for Facts
 	lim        storeLimits // sizes of storage transactions (see limitsOf)
 	maxPayload int         // largest payload the database stores (see payloadLimit)
 }
@@ -409,6 +411,7 @@ func newBroker(db *badger.DB, o Options) (*Broker, error) {
 		callsLeft: make(chan struct{}, 1),
 		closeDone: make(chan struct{}),
 		callWait:  closeCallWait,
+		opened:    o.Clock.Now(),
 
 		lim:        limitsOf(db),
 		maxPayload: payloadLimit(db),

@@ -26,6 +26,8 @@
 //	-token              QUEEN_TOKEN                bearer token every route but /health requires
 //	-public-metrics     QUEEN_PUBLIC_METRICS       serve /metrics and /metrics/prometheus without a token, as Queen
 //	                                               does (default false)
+//	-console            QUEEN_CONSOLE              serve the operator console at /console/, behind the same token or
+//	                                               JWT checks as the API (default true)
 //	                    JWT_SECRET                 accept HS256 JWTs signed with it (see below)
 //	                    JWT_ISSUER, JWT_AUDIENCE   when set, the iss and aud a JWT must carry
 //	                    JWT_CLOCK_SKEW             leeway in seconds on exp and nbf (default 30)
@@ -89,6 +91,7 @@ import (
 
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/httpapi"
+	"github.com/queenlite/queen/httpapi/history"
 )
 
 func main() {
@@ -130,6 +133,8 @@ type config struct {
 	// publicMetrics serves /metrics and /metrics/prometheus without a
 	// token (httpapi.Options.PublicMetrics).
 	publicMetrics bool
+	// console serves the operator console at /console/.
+	console bool
 	// jwtSecret is the HS256 key of the JWTs accepted; nil for none.
 	jwtSecret []byte
 	// jwtIssuer and jwtAudience, when set, must match iss and aud.
@@ -164,6 +169,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	eviction := fs.String("eviction-interval", env("EVICTION_INTERVAL", ""), "ms between max-wait eviction runs; with -retention-interval the smaller wins (default 10000) (env EVICTION_INTERVAL)")
 	token := fs.String("token", env("QUEEN_TOKEN", ""), "bearer token every route but /health requires (env QUEEN_TOKEN)")
 	publicMetrics := fs.Bool("public-metrics", false, "serve /metrics and /metrics/prometheus without a token, as Queen does (env QUEEN_PUBLIC_METRICS)")
+	consoleOn := fs.Bool("console", true, "serve the operator console at /console/ (env QUEEN_CONSOLE)")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
 		fmt.Fprintln(out, "Usage: queen [flags]\n       queen ctl|backup|restore|inspect ... (--help on each)\n\nRuns the queen broker with Queen's REST API. Flags win over environment variables.\n"+
@@ -181,7 +187,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	c := &config{host: *host, dataDir: *dataDir, token: *token, publicMetrics: *publicMetrics}
+	c := &config{host: *host, dataDir: *dataDir, token: *token, publicMetrics: *publicMetrics, console: *consoleOn}
 	var err error
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -192,6 +198,15 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 		case "false", "0":
 		default:
 			return nil, fmt.Errorf("QUEEN_PUBLIC_METRICS must be true or false, not %q", v)
+		}
+	}
+	if !set["console"] {
+		switch v := strings.ToLower(env("QUEEN_CONSOLE", "true")); v {
+		case "true", "1":
+		case "false", "0":
+			c.console = false
+		default:
+			return nil, fmt.Errorf("QUEEN_CONSOLE must be true or false, not %q", v)
 		}
 	}
 	if c.port, err = strconv.Atoi(*port); err != nil || c.port < 0 || c.port > 65535 {
@@ -314,17 +329,22 @@ func (c *config) brokerOptions(logger *slog.Logger) *queen.Options {
 	}
 }
 
-// handler is the API of c on b, checked by auth (nil for none); closing
-// stopPolls ends the parked long-polls.
-func (c *config) handler(b *queen.Broker, auth *authorizer, logger *slog.Logger, stopPolls <-chan struct{}) http.Handler {
+// handler is the API of c on b, checked by auth (nil for none), charting
+// from hist (nil for none); closing stopPolls ends the parked long-polls.
+func (c *config) handler(b *queen.Broker, auth *authorizer, hist *history.Recorder, logger *slog.Logger, stopPolls <-chan struct{}) http.Handler {
 	hopts := &httpapi.Options{
 		Logger: logger, Shutdown: stopPolls, MaxBodyBytes: c.maxBody,
 		DefaultTimeout: c.defaultTimeout, DefaultBatch: c.defaultBatch, PublicMetrics: c.publicMetrics,
+		History: hist,
 	}
 	if auth != nil {
 		hopts.Authorize, hopts.ProducerSub = auth.authorize, auth.producerSub
 	}
-	return httpapi.New(b, hopts)
+	api := httpapi.New(b, hopts)
+	if !c.console {
+		return api
+	}
+	return withConsole(api, b, auth, hist, logger)
 }
 
 // parseBytes reads a positive byte count, bare or with a KiB, MiB or GiB
@@ -386,10 +406,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 1
 	}
 
+	// One history of the counters, sampled every 10 s over the last hour,
+	// for the dashboards' charts.
+	hist := history.New(b, &history.Options{Logger: logger})
+	_ = hist.Start() // fails only after Close
 	stopPolls := make(chan struct{})
 	auth := newAuthorizer(cfg, time.Now)
 	srv := &http.Server{
-		Handler:           cfg.handler(b, auth, logger, stopPolls),
+		Handler:           cfg.handler(b, auth, hist, logger, stopPolls),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      2 * time.Minute, // above the 60 s long-poll limit
@@ -405,7 +429,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger.Info("queen: listening", "addr", ln.Addr().String(), "data", cfg.dataDir, "durability", durability,
 		"subscriptionMode", string(cfg.subscription), "encryption", cfg.encryptionKey != nil, "maintenanceInterval", maintenance,
-		"auth", auth.mode(), "publicMetrics", cfg.publicMetrics)
+		"auth", auth.mode(), "publicMetrics", cfg.publicMetrics, "console", cfg.console)
 	if auth == nil && exposed(ln.Addr()) {
 		logger.Warn("queen: listening on a non-loopback address with no QUEEN_TOKEN or JWT_SECRET: anyone who can reach it can read, change and delete every queue",
 			"addr", ln.Addr().String())
@@ -427,6 +451,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		logger.Warn("queen: requests still running at the shutdown timeout; closing them", "err", err)
 		_ = srv.Close()
 	}
+	_ = hist.Close()
 	if !closeBroker(b, logger) {
 		code = 1
 	}
