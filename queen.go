@@ -332,6 +332,7 @@ type Broker struct {
 	counters counters
 	maint    atomic.Bool // maintenance mode: pops claim nothing (see SetMaintenanceMode)
 
+	opened     time.Time   // on the broker's clock, for Facts
 	lim        storeLimits // sizes of storage transactions (see limitsOf)
 	maxPayload int         // largest payload the database stores (see payloadLimit)
 }
@@ -409,6 +410,7 @@ func newBroker(db *badger.DB, o Options) (*Broker, error) {
 		callsLeft: make(chan struct{}, 1),
 		closeDone: make(chan struct{}),
 		callWait:  closeCallWait,
+		opened:    o.Clock.Now(),
 
 		lim:        limitsOf(db),
 		maxPayload: payloadLimit(db),

@@ -114,21 +114,7 @@ func (b *Broker) queueStats(q *queue, withParts bool, now int64) QueueStats {
 	}
 	sort.Strings(qs.Groups)
 	for _, p := range q.parts {
-		ps := PartitionStats{Name: p.name, ID: p.uuid(), CreatedAt: microsTime(p.createdAt()), Messages: p.stored(), FirstOffset: p.first, NextOffset: p.next, LastPushAt: microsTime(p.lastPushAt)}
-		if len(q.groups) == 0 {
-			ps.Pending = ps.Messages
-		}
-		for _, g := range q.slots {
-			if g == nil {
-				continue
-			}
-			cs := b.cursorStats(startCursor(g, p), now)
-			ps.Pending = max(ps.Pending, cs.Lag)
-			ps.InFlight += int64(cs.InFlight)
-			if withParts {
-				ps.Cursors = append(ps.Cursors, cs)
-			}
-		}
+		ps := b.partitionStats(p, now, withParts)
 		qs.Pending += ps.Pending
 		qs.InFlight += ps.InFlight
 		if withParts {

@@ -1,0 +1,154 @@
+package console
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/queenlite/queen"
+)
+
+// queueRow is one queue of the overview.
+type queueRow struct {
+	queen.QueueStats
+	// OldestPending is when the oldest message a group has not settled
+	// was pushed, over the queue's groups; zero with no lag or no group.
+	OldestPending time.Time
+}
+
+// brokerFacts is the overview's panel about the broker; a field the
+// client cannot tell is "—".
+type brokerFacts struct {
+	Version, Durability, Uptime, Store, Heap, RSS string
+	// Maintenance is known only for a client that has it.
+	MaintenanceKnown, Maintenance bool
+	Counters                      *queen.Counters
+	Acked                         int64
+}
+
+type overviewData struct {
+	Search string
+	Queues []queueRow
+	Pager  pager
+	Links  links
+	Facts  brokerFacts
+}
+
+func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
+	p, msg := readPager(r)
+	if msg != "" {
+		h.fail(w, r, http.StatusBadRequest, msg)
+		return
+	}
+	all, err := h.c.ListQueues(r.Context())
+	if err != nil {
+		h.clientErr(w, r, err)
+		return
+	}
+	search := strings.TrimSpace(r.URL.Query().Get("q"))
+	if search != "" {
+		kept := all[:0:0]
+		for _, q := range all {
+			if strings.Contains(q.Name, search) {
+				kept = append(kept, q)
+			}
+		}
+		all = kept
+	}
+	page := pageOf(&p, all)
+	rows := make([]queueRow, len(page))
+	for i := range page {
+		rows[i].QueueStats = page[i]
+	}
+	if len(rows) > 0 {
+		if err := h.oldestPending(r, rows); err != nil {
+			h.clientErr(w, r, err)
+			return
+		}
+	}
+	data := overviewData{Search: search, Queues: rows, Pager: p, Links: pageLinks(r, p), Facts: h.facts()}
+	h.render(w, r, http.StatusOK, "overview", data)
+}
+
+// oldestPending fills the rows' OldestPending from the groups of their
+// queues.
+func (h *handler) oldestPending(r *http.Request, rows []queueRow) error {
+	groups, err := h.c.ListGroups(r.Context(), "")
+	if err != nil {
+		return err
+	}
+	at := make(map[string]int, len(rows))
+	for i := range rows {
+		at[rows[i].Name] = i
+	}
+	for _, g := range groups {
+		i, ok := at[g.Queue]
+		if !ok || g.OldestPendingAt.IsZero() {
+			continue
+		}
+		if o := &rows[i].OldestPending; o.IsZero() || g.OldestPendingAt.Before(*o) {
+			*o = g.OldestPendingAt
+		}
+	}
+	return nil
+}
+
+// facts gathers what the client tells of the broker.
+func (h *handler) facts() brokerFacts {
+	f := brokerFacts{Version: "—", Durability: "—", Uptime: "—", Store: "—", Heap: "—", RSS: "—"}
+	if fs, ok := h.c.(factsSource); ok {
+		bf := fs.Facts()
+		f.Version, f.Durability = bf.Version, bf.Durability.String()
+		f.Uptime = formatDur(h.now().Sub(bf.OpenedAt))
+		if bf.InMemory {
+			f.Store = "in memory"
+		} else {
+			f.Store = formatBytes(bf.StoreBytes)
+		}
+		// The broker runs in this process: its memory is this process's.
+		if n := heapBytes(); n >= 0 {
+			f.Heap = formatBytes(n)
+		}
+		if n := rssBytes(); n >= 0 {
+			f.RSS = formatBytes(n)
+		}
+	}
+	if m, ok := h.c.(maintainer); ok {
+		f.MaintenanceKnown, f.Maintenance = true, m.MaintenanceMode()
+	}
+	if cs, ok := h.c.(counterSource); ok {
+		c := cs.Counters()
+		f.Counters = &c
+		for _, n := range c.Acked {
+			f.Acked += n
+		}
+	}
+	return f
+}
+
+// maintenance turns maintenance mode on or off.
+func (h *handler) maintenance(w http.ResponseWriter, r *http.Request) {
+	m, ok := h.c.(maintainer)
+	if !ok {
+		h.fail(w, r, http.StatusNotImplemented, "this client has no maintenance mode")
+		return
+	}
+	var on bool
+	switch r.PostFormValue("mode") {
+	case "on":
+		on = true
+	case "off":
+	default:
+		h.fail(w, r, http.StatusBadRequest, "mode must be on or off")
+		return
+	}
+	if err := m.SetMaintenanceMode(r.Context(), on); err != nil {
+		h.clientErr(w, r, err)
+		return
+	}
+	result := "maintenance mode off: pops deliver again"
+	if on {
+		result = "maintenance mode on: pushes are stored, pops deliver nothing"
+	}
+	h.done(w, r, base(r)+"/", result)
+}
