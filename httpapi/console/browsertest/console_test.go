@@ -1,0 +1,106 @@
+package browsertest
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/queenlite/queen/httpapi"
+	"github.com/queenlite/queen/httpapi/console"
+)
+
+// The console under test is mounted below a prefix, as an application
+// would mount it, behind an Authorize hook with two tokens: one for an
+// administrator and one for a reader.
+
+const (
+	mount       = "/ops/console"
+	adminToken  = "admin-secret"
+	readerToken = "reader-secret"
+	// refresh is the live-refresh period of the console under test: short,
+	// so a test waiting for a live change (with a deadline) is quick.
+	refresh = 150 * time.Millisecond
+)
+
+// authorize grants every level to the admin token and read-only to the
+// reader's; anything else must log in.
+func authorize(r *http.Request, level httpapi.Access) error {
+	if level == httpapi.AccessPublic {
+		return nil
+	}
+	switch strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ") {
+	case adminToken:
+		return nil
+	case readerToken:
+		if level <= httpapi.AccessReadOnly {
+			return nil
+		}
+		return httpapi.ErrForbidden
+	}
+	return httpapi.ErrUnauthorized
+}
+
+type consoleServer struct {
+	*seeded
+	srv  *httptest.Server
+	base string // the console's root URL, ending in "/"
+}
+
+// startConsole seeds a broker and serves its console on a test server.
+func startConsole(t *testing.T) *consoleServer {
+	t.Helper()
+	s := seed(t)
+	mux := http.NewServeMux()
+	h := console.New(s.b, &console.Options{Authorize: authorize, Refresh: refresh})
+	mux.Handle(mount+"/", http.StripPrefix(mount, h))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return &consoleServer{seeded: s, srv: srv, base: srv.URL + mount + "/"}
+}
+
+// login opens the console, which sends a visitor without a session to its
+// login page, types token and submits, and waits for the overview.
+func (c *consoleServer) login(t *testing.T, token string) *tab {
+	t.Helper()
+	tb := newTab(t, c.base)
+	tb.open("", "login")
+	tb.run(
+		chromedp.SendKeys(`form[data-form="login"] input[name="token"]`, token, chromedp.ByQuery),
+		chromedp.Click(`form[data-form="login"] [data-action="login"]`, chromedp.ByQuery),
+	)
+	tb.waitPage("overview")
+	tb.clean("login")
+	return tb
+}
+
+// row is the selector of the body row KEY of table NAME.
+func row(table, key string) string {
+	return fmt.Sprintf(`table[data-table=%q] tr[data-row=%s]`, table, cssString(key))
+}
+
+// confirm waits for the confirmation of the action just clicked, checks
+// that it says what will happen (every one of want appears in its text),
+// confirms, and returns the result the page then shows.
+func (tb *tab) confirm(want ...string) string {
+	tb.t.Helper()
+	tb.run(chromedp.WaitVisible(`[data-confirm]`, chromedp.ByQuery))
+	text := tb.text(`[data-confirm]`)
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			tb.t.Errorf("confirmation %q does not say %q", strings.TrimSpace(text), w)
+		}
+	}
+	tb.click(`[data-confirm] [data-action="confirm"]`)
+	return tb.result()
+}
+
+// result waits for the result of an action and returns its text.
+func (tb *tab) result() string {
+	tb.t.Helper()
+	tb.run(chromedp.WaitVisible(`[data-result]`, chromedp.ByQuery))
+	return strings.TrimSpace(tb.text(`[data-result]`))
+}

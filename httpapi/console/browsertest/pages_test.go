@@ -1,0 +1,200 @@
+package browsertest
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// cells returns the trimmed text of each cell of the row matching sel, and
+// the text of those marked data-col by their column name.
+func (tb *tab) cells(sel string) (all []string, named map[string]string) {
+	tb.t.Helper()
+	var out struct {
+		All   []string          `json:"all"`
+		Named map[string]string `json:"named"`
+		Found bool              `json:"found"`
+	}
+	tb.eval(fmt.Sprintf(`(function(){
+		var r = document.querySelector(%s), o = {all: [], named: {}, found: !!r};
+		if (!r) return o;
+		Array.prototype.forEach.call(r.cells, function (c) {
+			var t = c.textContent.trim();
+			o.all.push(t);
+			var n = c.getAttribute("data-col");
+			if (n) o.named[n] = t;
+		});
+		return o;
+	})()`, jsString(sel)), &out)
+	if !out.Found {
+		tb.t.Fatalf("no row %s on %s", sel, tb.location())
+	}
+	return out.All, out.Named
+}
+
+// expectCell checks that the row matching sel shows want in its column
+// col: the cell marked data-col=col when the page marks it, else any one
+// of its cells (which can only catch a value that is missing).
+func (tb *tab) expectCell(sel, col, want string) {
+	tb.t.Helper()
+	all, named := tb.cells(sel)
+	if got, ok := named[col]; ok {
+		if got != want {
+			tb.t.Errorf("%s: column %s is %q, want %q", sel, col, got, want)
+		}
+		return
+	}
+	for _, c := range all {
+		if c == want {
+			return
+		}
+	}
+	tb.t.Errorf("%s: no cell shows %s %q (cells %q)", sel, col, want, all)
+}
+
+// rowKeys lists the data-row keys of table's body rows, in page order.
+func (tb *tab) rowKeys(table string) []string {
+	tb.t.Helper()
+	var keys []string
+	tb.eval(fmt.Sprintf(`Array.prototype.map.call(document.querySelectorAll('table[data-table=%q] tr[data-row]'), function (r) { return r.getAttribute("data-row"); })`, table), &keys)
+	return keys
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// pathOf is the console path of a queue's page.
+func queuePath(queue string) string { return "queues/" + url.PathEscape(queue) }
+
+// TestPages_LoadCleanAndShowSeededData visits every page as an
+// administrator: each loads without a JavaScript exception or console
+// error and shows what the broker holds.
+func TestPages_LoadCleanAndShowSeededData(t *testing.T) {
+	c := startConsole(t)
+
+	login := newTab(t, c.base)
+	login.open("", "login")
+	if login.count(`form[data-form="login"] input[name="token"]`) != 1 {
+		t.Fatal("the login page has no token field")
+	}
+	login.screenshot("login")
+	login.clean("login page")
+
+	tb := c.login(t, adminToken)
+
+	// Overview: every queue with its counts.
+	tb.open("", "overview")
+	keys := tb.rowKeys("queues")
+	for _, q := range []string{qOrders, qPayments, qScript} {
+		if !contains(keys, q) {
+			t.Errorf("overview lists queues %q, not %q", keys, q)
+		}
+	}
+	orders := row("queues", qOrders)
+	tb.expectCell(orders, "messages", strconv.Itoa(ordersEarlyEU+ordersEarlyUS+ordersLateEU))
+	tb.expectCell(orders, "partitions", "2")
+	tb.expectCell(orders, "groups", "2")
+	payments := row("queues", qPayments)
+	tb.expectCell(payments, "deadletters", strconv.Itoa(deadCount))
+	tb.expectCell(payments, "parked", strconv.Itoa(parkedCount))
+	if v := strings.TrimSpace(tb.text(`[data-fact="maintenance"]`)); v != "off" {
+		t.Errorf("maintenance fact is %q, want off", v)
+	}
+	tb.screenshot("overview")
+	tb.clean("overview")
+
+	// Queue: partitions, each group's lag, the message browser.
+	tb.open(queuePath(qOrders), "queue")
+	parts := tb.rowKeys("partitions")
+	if !contains(parts, "eu") || !contains(parts, "us") {
+		t.Errorf("queue page lists partitions %q, want eu and us", parts)
+	}
+	tb.expectCell(row("partitions", "eu"), "messages", strconv.Itoa(ordersEarlyEU+ordersLateEU))
+	if n := tb.count(`table[data-table="lag"] tr[data-row]`); n == 0 {
+		t.Error("queue page shows no group lag")
+	}
+	tb.screenshot("queue")
+	tb.clean("queue page")
+
+	tb.open(queuePath(qOrders)+"?partition=eu&offset=0", "queue")
+	msgs := tb.rowKeys("messages")
+	if len(msgs) != ordersEarlyEU+ordersLateEU {
+		t.Errorf("message browser on eu shows %d messages, want %d", len(msgs), ordersEarlyEU+ordersLateEU)
+	}
+	if !contains(msgs, c.traced.ID) {
+		t.Errorf("message browser rows %q lack the traced message %s", msgs, c.traced.ID)
+	}
+	if p := tb.text(`pre[data-payload]`); !strings.Contains(p, `"order": "eu-1"`) {
+		t.Errorf("first payload is %q, want eu-1 pretty-printed", p)
+	}
+	tb.clean("message browser")
+
+	// Groups: both groups of orders and the one of payments, with lag.
+	tb.open("groups", "groups")
+	groups := tb.rowKeys("groups")
+	for _, g := range []string{gBilling, gAudit, gCharger} {
+		if !contains(groups, g) {
+			t.Errorf("groups page lists %q, not %q", groups, g)
+		}
+	}
+	billing := fmt.Sprintf(`table[data-table="groups"] tr[data-row=%q][data-queue=%q]`, gBilling, qOrders)
+	tb.expectCell(billing, "lag", strconv.Itoa(ordersEarlyEU+ordersEarlyUS+ordersLateEU-2))
+	tb.expectCell(fmt.Sprintf(`table[data-table="groups"] tr[data-row=%q]`, gAudit), "inflight", "1")
+	tb.screenshot("groups")
+	tb.clean("groups")
+
+	tb.open("groups/"+qOrders+"/"+gBilling, "group")
+	tb.expectCell(row("lag", "eu"), "lag", strconv.Itoa(ordersEarlyEU+ordersLateEU-2))
+	tb.screenshot("group")
+	tb.clean("group")
+
+	// Dead letters and parked: every entry with its error.
+	tb.open("deadletters", "deadletters")
+	dead := tb.rowKeys("deadletters")
+	for _, dl := range c.dead {
+		if !contains(dead, dl.ID) {
+			t.Errorf("dead letters page lists %q, not %s", dead, dl.ID)
+			continue
+		}
+		if txt := tb.text(row("deadletters", dl.ID)); !strings.Contains(txt, dl.Error) {
+			t.Errorf("dead letter %s shows %q, not its error %q", dl.ID, txt, dl.Error)
+		}
+	}
+	tb.screenshot("deadletters")
+	tb.clean("dead letters")
+
+	tb.open("parked", "parked")
+	parked := tb.rowKeys("parked")
+	for _, p := range c.parked {
+		if !contains(parked, p.ID) {
+			t.Errorf("parked page lists %q, not %s", parked, p.ID)
+		}
+	}
+	tb.screenshot("parked")
+	tb.clean("parked")
+
+	// Traces: by name and by message.
+	tb.open("traces?name="+traceName, "traces")
+	if n := tb.count(`table[data-table="traces"] tr[data-row]`); n != 2 {
+		t.Errorf("traces of %s: %d rows, want 2", traceName, n)
+	}
+	if txt := tb.text(`table[data-table="traces"]`); !strings.Contains(txt, "charged card") || !strings.Contains(txt, "reserved stock") {
+		t.Errorf("traces of %s show %q, want both steps", traceName, txt)
+	}
+	tb.screenshot("traces")
+	tb.clean("traces by name")
+
+	tb.open("traces?partition_id="+url.QueryEscape(c.traced.PartitionID)+"&transaction_id="+url.QueryEscape(c.traced.TransactionID), "traces")
+	if n := tb.count(`table[data-table="traces"] tr[data-row]`); n != 2 {
+		t.Errorf("traces of message %s: %d rows, want 2", c.traced.ID, n)
+	}
+	tb.clean("traces by message")
+}
