@@ -20,16 +20,27 @@ import (
 // result the page shows.
 func (tb *tab) act(sel string, want ...string) string {
 	tb.t.Helper()
+	tb.markOld()
 	tb.click(sel)
-	var confirming bool
-	tb.run(chromedp.Poll(`document.querySelector("[data-confirm]") ? true : (document.querySelector("[data-result],[data-error]") ? false : null)`, &confirming, chromedp.WithPollingMutation()))
-	if confirming {
+	var next string
+	tb.waitJS("a confirmation or a result", `document.querySelector("dialog[data-confirm][open]") ? "confirm" : (`+fresh+` ? (document.querySelector("[data-confirm]") ? "confirm" : (document.querySelector("[data-result],[data-error]") ? "result" : "")) : "")`, &next)
+	if next == "confirm" {
 		return tb.confirm(want...)
 	}
-	if len(want) > 0 {
-		tb.t.Errorf("%s: no confirmation asked (it should say %q)", sel, want)
-	}
 	return tb.result()
+}
+
+// actConfirmed is act for an action that must ask for confirmation first.
+func (tb *tab) actConfirmed(sel string, want ...string) string {
+	tb.t.Helper()
+	tb.markOld()
+	tb.click(sel)
+	var next string
+	tb.waitJS("a confirmation", `document.querySelector("dialog[data-confirm][open]") ? "confirm" : (`+fresh+` ? (document.querySelector("[data-confirm]") ? "confirm" : (document.querySelector("[data-result],[data-error]") ? "result" : "")) : "")`, &next)
+	if next != "confirm" {
+		tb.t.Fatalf("%s: done without a confirmation (it should say %q): %s", sel, want, tb.text(`[data-result],[data-error]`))
+	}
+	return tb.confirm(want...)
 }
 
 // expectResult checks that an action's result text reports n things done
@@ -179,7 +190,7 @@ func TestActions_Groups(t *testing.T) {
 	// after that time.
 	tb.open("groups/"+qOrders+"/"+gBilling, "group")
 	tb.run(chromedp.SendKeys(`form:has([data-action="seek-time"]) input[name="time"]`, half, chromedp.ByQuery))
-	tb.act(`[data-action="seek-time"]`, gBilling, qOrders)
+	tb.actConfirmed(`[data-action="seek-time"]`, gBilling, qOrders)
 	if got := c.nextPop(t, gBilling, "eu"); got != `{"order":"eu-4"}` {
 		t.Errorf("after seeking billing to %s, its next pop on eu is %s, want eu-4", half, got)
 	}
@@ -190,7 +201,7 @@ func TestActions_Groups(t *testing.T) {
 
 	// To the end: nothing left to pop until a new push.
 	tb.open("groups/"+qOrders+"/"+gBilling, "group")
-	tb.act(`[data-action="seek-end"]`, gBilling, qOrders)
+	tb.actConfirmed(`[data-action="seek-end"]`, gBilling, qOrders)
 	if got := c.nextPop(t, gBilling, "eu"); got != "" {
 		t.Errorf("after seeking billing to the end, its next pop on eu is %s, want none", got)
 	}
@@ -207,14 +218,25 @@ func TestActions_Groups(t *testing.T) {
 	late := c.late.UTC().Format(time.RFC3339)
 	tb.open("groups/"+qOrders+"/"+gAudit, "group")
 	tb.run(chromedp.SendKeys(`form:has([data-action="subscription"]) input[name="from"]`, late, chromedp.ByQuery))
-	tb.act(`[data-action="subscription"]`, gAudit)
+	tb.actConfirmed(`[data-action="subscription"]`, gAudit)
 	if got := c.nextPop(t, gAudit, "eu"); got != `{"order":"eu-4"}` {
 		t.Errorf("after subscribing audit from %s, its next pop on eu is %s, want eu-4", late, got)
 	}
 	tb.clean("subscription")
 
+	// Deleted but remembered, billing starts over from its start point
+	// (every message: it joined in mode all).
 	tb.open("groups/"+qOrders+"/"+gBilling, "group")
-	tb.act(`[data-action="delete-group"]`, gBilling)
+	tb.actConfirmed(`[data-action="delete-group"]`, gBilling)
+	if got := c.nextPop(t, gBilling, "eu"); got != `{"order":"eu-1"}` {
+		t.Errorf("after deleting billing (start point kept), its next pop on eu is %s, want eu-1", got)
+	}
+	tb.clean("delete group, start point kept")
+
+	// Deleted and forgotten: gone.
+	tb.open("groups/"+qOrders+"/"+gBilling, "group")
+	tb.click(`form:has([data-action="delete-group"]) input[name="forget"]`)
+	tb.actConfirmed(`[data-action="delete-group"]`, gBilling)
 	groups, err := c.b.ListGroups(context.Background(), gBilling)
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +250,7 @@ func TestActions_Groups(t *testing.T) {
 	if contains(tb.rowKeys("groups"), gBilling) {
 		t.Error("the groups page still lists billing after its deletion")
 	}
-	tb.clean("delete group")
+	tb.clean("delete group, forgotten")
 }
 
 // TestActions_QueueConfigAndMaintenance edits a queue's configuration (a
@@ -256,8 +278,9 @@ func TestActions_QueueConfigAndMaintenance(t *testing.T) {
 
 	tb.open(queuePath(qOrders), "queue")
 	setField(tb, "RetryLimit", "-3")
+	tb.markOld()
 	tb.click(`[data-action="save-config"]`)
-	tb.run(chromedp.WaitVisible(`[data-error]`, chromedp.ByQuery))
+	tb.waitJS("the refusal of an invalid configuration", fresh+` && !!document.querySelector("[data-error]")`, nil)
 	info, err = c.b.DescribeQueue(ctx, qOrders)
 	if err != nil {
 		t.Fatal(err)
@@ -272,7 +295,6 @@ func TestActions_QueueConfigAndMaintenance(t *testing.T) {
 	if !c.b.MaintenanceMode() {
 		t.Fatal("maintenance-on did not turn maintenance mode on")
 	}
-	tb.run(chromedp.WaitVisible(`[data-action="maintenance-off"]`, chromedp.ByQuery))
 	tb.act(`[data-action="maintenance-off"]`)
 	if c.b.MaintenanceMode() {
 		t.Error("maintenance-off did not turn maintenance mode off")
@@ -284,10 +306,8 @@ func TestActions_QueueConfigAndMaintenance(t *testing.T) {
 func setField(tb *tab, name, value string) {
 	tb.t.Helper()
 	sel := `form:has([data-action="save-config"]) [name="` + name + `"]`
-	tb.run(
-		chromedp.SetValue(sel, "", chromedp.ByQuery),
-		chromedp.SendKeys(sel, value, chromedp.ByQuery),
-	)
+	tb.eval(`document.querySelector(`+jsString(sel)+`).value = ""`, nil)
+	tb.run(chromedp.SendKeys(sel, value, chromedp.ByQuery))
 	if got := strings.TrimSpace(tb.value(sel)); got != value {
 		tb.t.Fatalf("config field %s holds %q after typing %q", name, got, value)
 	}

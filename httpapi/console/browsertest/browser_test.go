@@ -55,9 +55,15 @@ func startBrowser(t *testing.T) context.Context {
 	if err != nil {
 		fail("browser tests need Chromium: %v", err)
 	}
+	// Not t.TempDir: Chromium's helpers may still be writing there for a
+	// moment after the browser exits, which would fail the test's cleanup.
+	dir, err := os.MkdirTemp("", "queen-browsertest-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(dir),
 		chromedp.Headless,
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
@@ -72,7 +78,13 @@ func startBrowser(t *testing.T) context.Context {
 	}
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); acancel() })
+	t.Cleanup(func() {
+		// Close the browser and wait for it before its profile goes.
+		_ = chromedp.Cancel(ctx)
+		cancel()
+		acancel()
+		os.RemoveAll(dir)
+	})
 	// The first Run starts the browser process.
 	if err := chromedp.Run(ctx); err != nil {
 		fail("browser tests need Chromium: start %s: %v", path, err)
@@ -174,10 +186,23 @@ func (tb *tab) location() string {
 	return u
 }
 
+// leaks are what Go's formatting prints where a template shows a value it
+// was not meant to: a struct or map dumped with %v, a zero time, a nil, a
+// bad verb.
+var leaks = []string{"0001-01-01", "+0000 UTC", "<nil>", "map[", "%!", "&{"}
+
 // clean fails the test if any page so far raised a JavaScript exception,
-// logged a console error or opened a dialog, and forgets them.
+// logged a console error or opened a dialog, or if the page shown now has
+// Go formatting in its text; and forgets the problems.
 func (tb *tab) clean(where string) {
 	tb.t.Helper()
+	var text string
+	tb.eval(`document.body ? document.body.innerText : ""`, &text)
+	for _, l := range leaks {
+		if i := strings.Index(text, l); i >= 0 {
+			tb.t.Errorf("%s: the page shows %q, Go formatting of a value: …%s…", where, l, text[max(0, i-60):min(len(text), i+60)])
+		}
+	}
 	tb.mu.Lock()
 	problems, dialogs := tb.problems, tb.dialogs
 	tb.problems, tb.dialogs = nil, nil
@@ -229,16 +254,31 @@ func (tb *tab) text(sel string) string {
 	return s
 }
 
-// waitJS waits until the JavaScript expression is true, polling in the
-// page (on animation frames and DOM changes), up to actionTimeout.
-func (tb *tab) waitJS(what, js string) {
+// waitJS waits until the JavaScript expression is truthy (polling in the
+// page on DOM changes), up to actionTimeout, through navigations: a page
+// replaced while the expression is being polled is polled again. It
+// stores the expression's value in out (nil for none).
+func (tb *tab) waitJS(what, js string, out any) {
 	tb.t.Helper()
-	ctx, cancel := context.WithTimeout(tb.ctx, actionTimeout)
-	defer cancel()
-	var ok bool
-	if err := chromedp.Run(ctx, chromedp.Poll(js, &ok, chromedp.WithPollingMutation())); err != nil {
-		tb.t.Fatalf("waiting for %s: %v (page %s)", what, err, tb.location())
+	deadline := time.Now().Add(actionTimeout)
+	for {
+		ctx, cancel := context.WithDeadline(tb.ctx, deadline)
+		err := chromedp.Run(ctx, chromedp.Poll(js, out, chromedp.WithPollingMutation()))
+		cancel()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) || tb.ctx.Err() != nil || !navigated(err) {
+			tb.t.Fatalf("waiting for %s: %v (page %s)", what, err, tb.location())
+		}
 	}
+}
+
+// navigated tells an error of a script whose page went away (the next
+// page is polled instead).
+func navigated(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "navigated or closed") || strings.Contains(s, "context was destroyed") || strings.Contains(s, "Cannot find context")
 }
 
 // click clicks the first element matching the CSS selector.

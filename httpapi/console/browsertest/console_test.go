@@ -82,25 +82,41 @@ func row(table, key string) string {
 	return fmt.Sprintf(`table[data-table=%q] tr[data-row=%s]`, table, cssString(key))
 }
 
-// confirm waits for the confirmation of the action just clicked, checks
-// that it says what will happen (every one of want appears in its text),
-// confirms, and returns the result the page then shows.
+// markOld marks the document shown now, so that a wait after a click that
+// submits a form looks at the next document only, not at this one (which
+// may still show the previous action's result).
+func (tb *tab) markOld() {
+	tb.t.Helper()
+	tb.eval(`window.__queenOld = true`, nil)
+}
+
+// fresh is a JavaScript condition true on a document not marked old.
+const fresh = `!window.__queenOld && document.readyState !== "loading"`
+
+// confirm checks that the confirmation shown says what will happen (every
+// one of want appears in its text), confirms, and returns the result the
+// page then shows.
 func (tb *tab) confirm(want ...string) string {
 	tb.t.Helper()
-	tb.run(chromedp.WaitVisible(`[data-confirm]`, chromedp.ByQuery))
-	text := tb.text(`[data-confirm]`)
+	text := strings.Join(strings.Fields(tb.text(`[data-confirm]`)), " ")
 	for _, w := range want {
 		if !strings.Contains(text, w) {
-			tb.t.Errorf("confirmation %q does not say %q", strings.TrimSpace(text), w)
+			tb.t.Errorf("confirmation %q does not say %q", text, w)
 		}
 	}
+	tb.markOld()
 	tb.click(`[data-confirm] [data-action="confirm"]`)
 	return tb.result()
 }
 
-// result waits for the result of an action and returns its text.
+// result waits for the next document's result of an action and returns
+// its text; an error shown instead fails the test.
 func (tb *tab) result() string {
 	tb.t.Helper()
-	tb.run(chromedp.WaitVisible(`[data-result]`, chromedp.ByQuery))
+	var kind string
+	tb.waitJS("the result of an action", fresh+` && (document.querySelector("[data-result]") ? "result" : (document.querySelector("[data-error]") ? "error" : ""))`, &kind)
+	if kind == "error" {
+		tb.t.Fatalf("the action failed: %s (page %s)", strings.TrimSpace(tb.text(`[data-error]`)), tb.location())
+	}
 	return strings.TrimSpace(tb.text(`[data-result]`))
 }
