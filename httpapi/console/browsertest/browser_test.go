@@ -334,3 +334,14 @@ func cssString(s string) string {
 	b.WriteByte('"')
 	return b.String()
 }
+
+// evalAwait evaluates a JavaScript expression whose value is a promise and
+// stores what it resolves to in out.
+func evalAwait(js string, out any) chromedp.Action {
+	return chromedp.Evaluate(js, out, func(p *runtime.EvaluateParams) *runtime.EvaluateParams {
+		return p.WithAwaitPromise(true)
+	})
+}
+
+// navigate loads url in the tab.
+func navigate(url string) chromedp.Action { return chromedp.Navigate(url) }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,18 +49,72 @@ type consoleServer struct {
 	*seeded
 	srv  *httptest.Server
 	base string // the console's root URL, ending in "/"
+
+	mu    sync.Mutex
+	posts []post // every POST the console answered, in order
+}
+
+// post is a POST as the console received and answered it.
+type post struct {
+	path, origin, fetchSite string
+	cookies                 int
+	status                  int
+}
+
+// recorded returns the POSTs answered so far.
+func (c *consoleServer) recorded() []post {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]post(nil), c.posts...)
+}
+
+// statusWriter remembers the status a handler answered.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// record wraps h to log its POSTs.
+func (c *consoleServer) record(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			h.ServeHTTP(w, r)
+			return
+		}
+		sw := &statusWriter{ResponseWriter: w}
+		h.ServeHTTP(sw, r)
+		c.mu.Lock()
+		c.posts = append(c.posts, post{path: r.URL.Path, origin: r.Header.Get("Origin"), fetchSite: r.Header.Get("Sec-Fetch-Site"), cookies: len(r.Cookies()), status: sw.status})
+		c.mu.Unlock()
+	})
 }
 
 // startConsole seeds a broker and serves its console on a test server.
 func startConsole(t *testing.T) *consoleServer {
 	t.Helper()
 	s := seed(t)
+	c := &consoleServer{seeded: s}
 	mux := http.NewServeMux()
 	h := console.New(s.b, &console.Options{Authorize: authorize, Refresh: refresh})
-	mux.Handle(mount+"/", http.StripPrefix(mount, h))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return &consoleServer{seeded: s, srv: srv, base: srv.URL + mount + "/"}
+	mux.Handle(mount+"/", c.record(http.StripPrefix(mount, h)))
+	c.srv = httptest.NewServer(mux)
+	t.Cleanup(c.srv.Close)
+	c.base = c.srv.URL + mount + "/"
+	return c
 }
 
 // login opens the console, which sends a visitor without a session to its
