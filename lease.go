@@ -231,6 +231,13 @@ type popState struct {
 	seen *queue // the queue an earlier attempt found, if any
 }
 
+// observePop reports a pop of queue that started at start, and counts the
+// lag of what it delivered.
+func (b *Broker) observePop(queue string, res *PopResult, start time.Time) {
+	b.qcounters.countLag(queue, res.Messages, b.clockNow())
+	b.observe(Event{Kind: EventPop, Queue: queue, Group: res.ConsumerGroup, Count: len(res.Messages), Duration: time.Since(start)})
+}
+
 // Pop leases messages for a consumer group. With nothing to deliver it
 // returns a result with no messages (after waiting, with Wait); it returns
 // ctx.Err() if ctx ends while waiting, and [ErrClosed] if the broker closes.
@@ -247,7 +254,7 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 	if req.Queue == "" {
 		res, err := b.discoveryPop(ctx, req)
 		if err == nil {
-			b.observe(Event{Kind: EventPop, Queue: res.Queue, Group: res.ConsumerGroup, Count: len(res.Messages), Duration: time.Since(start)})
+			b.observePop(res.Queue, res, start)
 		}
 		return res, err
 	}
@@ -264,7 +271,7 @@ func (b *Broker) Pop(ctx context.Context, req PopRequest) (*PopResult, error) {
 			return nil, err
 		}
 		if res != nil {
-			b.observe(Event{Kind: EventPop, Queue: req.Queue, Group: res.ConsumerGroup, Count: len(res.Messages), Duration: time.Since(start)})
+			b.observePop(req.Queue, res, start)
 			return res, nil
 		}
 		select {

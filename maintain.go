@@ -192,6 +192,7 @@ func (b *Broker) retain(ctx context.Context, p *partition, cutoff int64, kind re
 		if err := waitCtx(ctx, done); err != nil {
 			return err
 		}
+		b.qcounters.countRetained(p.q.name, kind, len(offs))
 		if len(offs) < maintainChunk {
 			return nil
 		}
@@ -209,6 +210,7 @@ func (b *Broker) evict(ctx context.Context, p *partition, cutoff int64) error {
 	}
 	now := b.now()
 	var ops []op
+	evicted := 0
 	for _, g := range p.q.slots {
 		if g == nil {
 			continue
@@ -244,6 +246,7 @@ func (b *Broker) evict(ctx context.Context, p *partition, cutoff int64) error {
 			return err
 		}
 		ops = append(ops, lops...)
+		evicted += len(specs)
 		c.offset = end
 		b.repend(p)
 		g := c.g
@@ -257,6 +260,9 @@ func (b *Broker) evict(ctx context.Context, p *partition, cutoff int64) error {
 	done := b.w.submit(ops)
 	b.mu.Unlock()
 	err := waitCtx(ctx, done)
+	if err == nil {
+		b.qcounters.countRetained(p.q.name, retainUnread, evicted)
+	}
 	b.mu.Lock()
 	return err
 }

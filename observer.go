@@ -139,6 +139,7 @@ func (b *Broker) observe(e Event) {
 	case EventInFlight:
 		c.handlers.Add(int64(e.Count))
 	}
+	b.qcounters.countQueue(e)
 	b.obs.Observe(e)
 }
 

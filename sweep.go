@@ -44,6 +44,7 @@ func (b *Broker) DeleteQueue(ctx context.Context, name string) (existed bool, er
 	if tk == nil || err != nil {
 		return tk != nil, err
 	}
+	b.qcounters.m.Delete(name)
 	swept := make(chan error, 1)
 	b.bg.Add(1)
 	go func() {

@@ -26,6 +26,8 @@
 //	-token              QUEEN_TOKEN                bearer token every route but /health requires
 //	-public-metrics     QUEEN_PUBLIC_METRICS       serve /metrics and /metrics/prometheus without a token, as Queen
 //	                                               does (default false)
+//	-console            QUEEN_CONSOLE              serve the operator console at /console/, behind the same token or
+//	                                               JWT checks as the API (default true)
 //	                    JWT_SECRET                 accept HS256 JWTs signed with it (see below)
 //	                    JWT_ISSUER, JWT_AUDIENCE   when set, the iss and aud a JWT must carry
 //	                    JWT_CLOCK_SKEW             leeway in seconds on exp and nbf (default 30)
@@ -117,6 +119,8 @@ type config struct {
 	// publicMetrics serves /metrics and /metrics/prometheus without a
 	// token (httpapi.Options.PublicMetrics).
 	publicMetrics bool
+	// console serves the operator console at /console/.
+	console bool
 	// jwtSecret is the HS256 key of the JWTs accepted; nil for none.
 	jwtSecret []byte
 	// jwtIssuer and jwtAudience, when set, must match iss and aud.
@@ -151,6 +155,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	eviction := fs.String("eviction-interval", env("EVICTION_INTERVAL", ""), "ms between max-wait eviction runs; with -retention-interval the smaller wins (default 10000) (env EVICTION_INTERVAL)")
 	token := fs.String("token", env("QUEEN_TOKEN", ""), "bearer token every route but /health requires (env QUEEN_TOKEN)")
 	publicMetrics := fs.Bool("public-metrics", false, "serve /metrics and /metrics/prometheus without a token, as Queen does (env QUEEN_PUBLIC_METRICS)")
+	consoleOn := fs.Bool("console", true, "serve the operator console at /console/ (env QUEEN_CONSOLE)")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
 		fmt.Fprintln(out, "Usage: queen [flags]\n\nRuns the queen broker with Queen's REST API. Flags win over environment variables.\n"+
@@ -168,7 +173,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	c := &config{host: *host, dataDir: *dataDir, token: *token, publicMetrics: *publicMetrics}
+	c := &config{host: *host, dataDir: *dataDir, token: *token, publicMetrics: *publicMetrics, console: *consoleOn}
 	var err error
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -179,6 +184,15 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 		case "false", "0":
 		default:
 			return nil, fmt.Errorf("QUEEN_PUBLIC_METRICS must be true or false, not %q", v)
+		}
+	}
+	if !set["console"] {
+		switch v := strings.ToLower(env("QUEEN_CONSOLE", "true")); v {
+		case "true", "1":
+		case "false", "0":
+			c.console = false
+		default:
+			return nil, fmt.Errorf("QUEEN_CONSOLE must be true or false, not %q", v)
 		}
 	}
 	if c.port, err = strconv.Atoi(*port); err != nil || c.port < 0 || c.port > 65535 {
@@ -302,7 +316,11 @@ func (c *config) handler(b *queen.Broker, auth *authorizer, logger *slog.Logger,
 	if auth != nil {
 		hopts.Authorize, hopts.ProducerSub = auth.authorize, auth.producerSub
 	}
-	return httpapi.New(b, hopts)
+	api := httpapi.New(b, hopts)
+	if !c.console {
+		return api
+	}
+	return withConsole(api, b, auth, nil, logger)
 }
 
 // parseBytes reads a positive byte count, bare or with a KiB, MiB or GiB
@@ -378,7 +396,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger.Info("queen: listening", "addr", ln.Addr().String(), "data", cfg.dataDir, "durability", durability,
 		"subscriptionMode", string(cfg.subscription), "encryption", cfg.encryptionKey != nil, "maintenanceInterval", maintenance,
-		"auth", auth.mode(), "publicMetrics", cfg.publicMetrics)
+		"auth", auth.mode(), "publicMetrics", cfg.publicMetrics, "console", cfg.console)
 	if auth == nil && exposed(ln.Addr()) {
 		logger.Warn("queen: listening on a non-loopback address with no QUEEN_TOKEN or JWT_SECRET: anyone who can reach it can read, change and delete every queue",
 			"addr", ln.Addr().String())

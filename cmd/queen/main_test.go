@@ -33,7 +33,7 @@ func TestParseConfig(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, &config{host: "0.0.0.0", port: 6632, dataDir: "./queen-data", durability: queen.SyncEveryCommit,
 			subscription: queen.SubscriptionModeNew, defaultTimeout: 30 * time.Second, defaultBatch: 1, maxBody: 16 << 20,
-			shutdownTimeout: 30 * time.Second, jwtSkew: 30 * time.Second}, c)
+			shutdownTimeout: 30 * time.Second, jwtSkew: 30 * time.Second, console: true}, c)
 	})
 
 	t.Run("environment, and flags over it", func(t *testing.T) {

@@ -53,6 +53,7 @@ import (
 
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/httpapi"
+	"github.com/queenlite/queen/httpapi/history"
 )
 
 // Options configures the console. A nil *Options and zero fields mean
@@ -75,6 +76,12 @@ type Options struct {
 	// Refresh is how often the live parts of a page reload. Defaults to 5
 	// seconds; a negative value turns live refresh off.
 	Refresh time.Duration
+
+	// History, when set, supplies the throughput charts and the queues'
+	// rates: the recorder of the broker's counters that cmd/queen (or the
+	// application) starts once and shares with httpapi. Defaults to none:
+	// the pages say there is no chart.
+	History *history.Recorder
 
 	// Logger receives failures of the client that a page reports as
 	// "internal error". Defaults to discarding them.

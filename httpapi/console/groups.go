@@ -171,7 +171,7 @@ func (h *handler) subscription(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.PostFormValue("confirm") != "1" {
 		h.confirm(w, r, confirmData{Action: r.URL.Path, Danger: true, Cancel: groupBack(r, queue, group),
-			What: fmt.Sprintf("Change the subscription of group %s to start at %s, on every queue it reads: each partition it has not started on moves to the first message pushed at or after that time, and so do partitions created later; partitions it has started on keep their place.", groupLabel(group), formatTime(t)),
+			What:   fmt.Sprintf("Change the subscription of group %s to start at %s, on every queue it reads: each partition it has not started on moves to the first message pushed at or after that time, and so do partitions created later; partitions it has started on keep their place.", groupLabel(group), formatTime(t)),
 			Fields: [][2]string{{"from", r.PostFormValue("from")}}})
 		return
 	}

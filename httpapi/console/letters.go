@@ -158,7 +158,7 @@ func (h *handler) lettersPage(k letterKind) http.HandlerFunc {
 // and the form that does it.
 type confirmData struct {
 	What   string
-	Action string     // form action path
+	Action string      // form action path
 	Fields [][2]string // hidden fields to post again, csrf aside
 	Danger bool
 	Cancel string // where cancel goes

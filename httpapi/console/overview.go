@@ -14,6 +14,8 @@ type queueRow struct {
 	// OldestPending is when the oldest message a group has not settled
 	// was pushed, over the queue's groups; zero with no lag or no group.
 	OldestPending time.Time
+	// Rates are from the history recorder's newest sample; nil without.
+	Rates *queueRates
 }
 
 // brokerFacts is the overview's panel about the broker; a field the
@@ -32,6 +34,7 @@ type overviewData struct {
 	Pager  pager
 	Links  links
 	Facts  brokerFacts
+	Chart  chart
 }
 
 func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
@@ -66,7 +69,13 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	data := overviewData{Search: search, Queues: rows, Pager: p, Links: pageLinks(r, p), Facts: h.facts()}
+	rs := latestRates(h.opts.History)
+	for i := range rows {
+		if qr, ok := rs[rows[i].Name]; ok {
+			rows[i].Rates = &qr
+		}
+	}
+	data := overviewData{Search: search, Queues: rows, Pager: p, Links: pageLinks(r, p), Facts: h.facts(), Chart: h.throughput("", h.now())}
 	h.render(w, r, http.StatusOK, "overview", data)
 }
 

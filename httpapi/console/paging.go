@@ -90,4 +90,3 @@ func pageLinks(r *http.Request, p pager) links {
 	}
 	return l
 }
-

@@ -28,6 +28,8 @@ type queueData struct {
 	// Lag has a row per partition of the page, a cell per group of
 	// Stats.Groups, in that order.
 	Lag []lagRow
+	// Chart is the queue's throughput over the last hour.
+	Chart chart
 }
 
 type lagRow struct {
@@ -87,7 +89,8 @@ func (h *handler) showQueue(w http.ResponseWriter, r *http.Request, status int, 
 		return
 	}
 	d := queueData{Info: info, Stats: page.Queue, Partitions: page.Partitions, Search: search, Pager: p, Links: pageLinks(r, p),
-		Config: configFields(info.Config), ConfigError: cfgErr, Lag: lagRows(page.Partitions, page.Queue.Groups)}
+		Config: configFields(info.Config), ConfigError: cfgErr, Lag: lagRows(page.Partitions, page.Queue.Groups),
+		Chart: h.throughput(name, h.now())}
 	if edited != nil {
 		d.Config = edited
 	}
@@ -183,7 +186,9 @@ func configFields(c queen.QueueConfig) []configField {
 	b := func(name string, v bool, help string) configField {
 		return configField{Name: name, Kind: "bool", Value: strconv.FormatBool(v), Help: help}
 	}
-	t := func(name, v, help string) configField { return configField{Name: name, Kind: "text", Value: v, Help: help} }
+	t := func(name, v, help string) configField {
+		return configField{Name: name, Kind: "text", Value: v, Help: help}
+	}
 	return []configField{
 		d("LeaseTime", c.LeaseTime, "lease of a pop that names none; 0 for the default"),
 		i("RetryLimit", c.RetryLimit, "failed acks before a message is dead-lettered"),

@@ -28,18 +28,18 @@ type pages struct {
 }
 
 var funcs = template.FuncMap{
-	"path":   url.PathEscape,
-	"query":  url.QueryEscape,
-	"num":    formatNum,
-	"bytes":  formatBytes,
-	"ago":    formatAgo,
-	"time":   formatTime,
-	"dur":    formatDur,
-	"pretty": prettyJSON,
-	"group":  groupLabel,
+	"path":      url.PathEscape,
+	"query":     url.QueryEscape,
+	"num":       formatNum,
+	"bytes":     formatBytes,
+	"ago":       formatAgo,
+	"time":      formatTime,
+	"dur":       formatDur,
+	"pretty":    prettyJSON,
+	"group":     groupLabel,
 	"grouppath": groupPath,
-	"inc":    func(i int) int { return i + 1 },
-	"add":    func(a, b int) int { return a + b },
+	"inc":       func(i int) int { return i + 1 },
+	"add":       func(a, b int) int { return a + b },
 }
 
 func loadPages() *pages {

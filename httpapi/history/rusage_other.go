@@ -1,0 +1,6 @@
+//go:build !unix
+
+package history
+
+// cpuTimes returns zeros where getrusage does not exist.
+func cpuTimes() Process { return Process{} }
