@@ -39,8 +39,9 @@ const (
 )
 
 // htmlPayload is a payload whose text is markup: a page that writes it as
-// HTML creates an image whose error handler sets window.__xss.
-const htmlPayload = `{"note":"<img src=x onerror=\"window.__xss='payload'\">","amount":7}`
+// HTML creates an image whose error handler sets window.__xss and opens an
+// alert.
+const htmlPayload = `{"note":"<img src=x onerror=window.__xss=1;alert(1)>","amount":7}`
 
 type seeded struct {
 	b     *queen.Broker
