@@ -109,7 +109,7 @@ func startConsole(t *testing.T) *consoleServer {
 	s := seed(t)
 	c := &consoleServer{seeded: s}
 	mux := http.NewServeMux()
-	h := console.New(s.b, &console.Options{Authorize: authorize, Refresh: refresh})
+	h := console.New(s.b, &console.Options{Authorize: authorize, Refresh: refresh, History: s.history})
 	mux.Handle(mount+"/", c.record(http.StripPrefix(mount, h)))
 	c.srv = httptest.NewServer(mux)
 	t.Cleanup(c.srv.Close)

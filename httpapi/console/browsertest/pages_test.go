@@ -108,6 +108,9 @@ func TestPages_LoadCleanAndShowSeededData(t *testing.T) {
 	if v := strings.TrimSpace(tb.text(`[data-fact="maintenance"]`)); v != "off" {
 		t.Errorf("maintenance fact is %q, want off", v)
 	}
+	if n := tb.count(`[data-live] svg[data-chart="throughput"]`); n != 1 {
+		t.Errorf("the overview has %d throughput charts, want 1", n)
+	}
 	tb.screenshot("overview")
 	tb.clean("overview")
 
@@ -121,7 +124,6 @@ func TestPages_LoadCleanAndShowSeededData(t *testing.T) {
 	if n := tb.count(`table[data-table="lag"] tr[data-row]`); n == 0 {
 		t.Error("queue page shows no group lag")
 	}
-	tb.screenshot("queue")
 	tb.clean("queue page")
 
 	tb.open(queuePath(qOrders)+"?partition=eu&offset=0", "queue")
@@ -135,6 +137,7 @@ func TestPages_LoadCleanAndShowSeededData(t *testing.T) {
 	if p := tb.text(`pre[data-payload]`); !strings.Contains(p, `"order": "eu-1"`) {
 		t.Errorf("first payload is %q, want eu-1 pretty-printed", p)
 	}
+	tb.screenshot("queue")
 	tb.clean("message browser")
 
 	// Groups: both groups of orders and the one of payments, with lag.

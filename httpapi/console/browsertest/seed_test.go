@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/httpapi/history"
 	"github.com/queenlite/queen/internal/queentest"
 	pub "github.com/queenlite/queen/queentest"
 )
@@ -21,12 +22,14 @@ import (
 const (
 	qOrders   = "orders"
 	qPayments = "payments"
+	qEvents   = "events" // an hour of traffic for the charts
 	// qScript is a queue name a careless page would run.
 	qScript = `<script>window.__xss="queue"</script>`
 
 	gBilling = "billing" // reads orders: acked 2 of eu, lags on the rest
 	gAudit   = "audit"   // reads orders: 1 message in flight
 	gCharger = "charger" // reads payments: dead-letters 3, parks 2
+	gIndexer = "indexer" // reads events as they come
 
 	traceName = "checkout-42"
 
@@ -48,6 +51,8 @@ type seeded struct {
 	clock *pub.Clock
 	start time.Time // the clock at the first push
 	late  time.Time // the clock at orders' later pushes
+
+	history *history.Recorder // sampled once a minute of the clock
 
 	dead   []queen.DeadLetter // newest first, as the broker lists them
 	parked []queen.DeadLetter
@@ -143,7 +148,36 @@ func seed(t *testing.T) *seeded {
 		}
 	}
 
-	clock.Advance(time.Hour)
+	// An hour of traffic on events, a minute at a time, sampled by the
+	// history recorder the charts read.
+	s.history = history.New(b, &history.Options{Interval: time.Minute, Window: 2 * time.Hour})
+	must(s.history.Sample(ctx))
+	for minute := 0; minute < 60; minute++ {
+		clock.Advance(time.Minute)
+		n := 5 + (minute*7)%23
+		items := make([]string, n)
+		for i := range items {
+			items[i] = fmt.Sprintf(`{"event":%d}`, minute*100+i)
+		}
+		push(qEvents, fmt.Sprintf("p%d", minute%4), items...)
+		// The indexer takes at most 15 a minute and acks all but one in
+		// ten (which go back for a retry), so it lags behind the bursts.
+		res, err := b.Pop(ctx, queen.PopRequest{Queue: qEvents, Group: gIndexer, Batch: 15, Partitions: 4, SubscriptionMode: queen.SubscriptionModeAll})
+		must(err)
+		var acks []queen.AckItem
+		for i, m := range res.Messages {
+			st := queen.AckCompleted
+			if i%10 == 9 {
+				st = queen.AckFailed
+			}
+			acks = append(acks, queen.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Group: gIndexer, Status: st})
+		}
+		if len(acks) > 0 {
+			_, err = b.AckBatch(ctx, acks)
+			must(err)
+		}
+		must(s.history.Sample(ctx))
+	}
 	s.late = clock.Now()
 	push(qOrders, "eu", numbered("eu", ordersEarlyEU+1, ordersLateEU)...)
 
