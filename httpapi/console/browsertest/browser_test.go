@@ -28,11 +28,14 @@ import (
 // returns as soon as its condition holds.
 const actionTimeout = 20 * time.Second
 
+// startTimeout bounds the start of the browser.
+const startTimeout = time.Minute
+
 // chromiumPath finds the browser: $QUEEN_CHROMIUM, else the first of the
 // usual names on $PATH.
 func chromiumPath() (string, error) {
 	if p := os.Getenv("QUEEN_CHROMIUM"); p != "" {
-		return p, nil
+		return exec.LookPath(p)
 	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
 		if p, err := exec.LookPath(name); err == nil {
@@ -85,9 +88,21 @@ func startBrowser(t *testing.T) context.Context {
 		acancel()
 		os.RemoveAll(dir)
 	})
-	// The first Run starts the browser process.
-	if err := chromedp.Run(ctx); err != nil {
-		fail("browser tests need Chromium: start %s: %v", path, err)
+	// The first Run starts the browser process; one that does not come up
+	// in time counts as missing.
+	// (Not a context with a deadline: the context of the first Run is the
+	// browser's for its whole life.)
+	started := make(chan error, 1)
+	go func() { started <- chromedp.Run(ctx) }()
+	timer := time.NewTimer(startTimeout)
+	defer timer.Stop()
+	select {
+	case err := <-started:
+		if err != nil {
+			fail("browser tests need Chromium: start %s: %v", path, err)
+		}
+	case <-timer.C:
+		fail("browser tests need Chromium: %s did not start in %v", path, startTimeout)
 	}
 	return ctx
 }
