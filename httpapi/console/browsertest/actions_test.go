@@ -306,8 +306,7 @@ func TestActions_QueueConfigAndMaintenance(t *testing.T) {
 func setField(tb *tab, name, value string) {
 	tb.t.Helper()
 	sel := `form:has([data-action="save-config"]) [name="` + name + `"]`
-	tb.eval(`document.querySelector(`+jsString(sel)+`).value = ""`, nil)
-	tb.run(chromedp.SendKeys(sel, value, chromedp.ByQuery))
+	tb.typeInto(sel, value)
 	if got := strings.TrimSpace(tb.value(sel)); got != value {
 		tb.t.Fatalf("config field %s holds %q after typing %q", name, got, value)
 	}

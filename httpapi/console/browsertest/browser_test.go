@@ -302,6 +302,14 @@ func (tb *tab) click(sel string) {
 	tb.run(chromedp.Click(sel, chromedp.ByQuery, chromedp.NodeVisible))
 }
 
+// typeInto replaces the value of the text field matching sel by typing
+// value into it.
+func (tb *tab) typeInto(sel, value string) {
+	tb.t.Helper()
+	tb.eval(`document.querySelector(`+jsString(sel)+`).value = ""`, nil)
+	tb.run(chromedp.SendKeys(sel, value, chromedp.ByQuery))
+}
+
 // screenshot saves a full-page PNG of the tab as NAME.png: under
 // docs/console/ with UPDATE_SCREENSHOTS=1, else in the test's temporary
 // directory.
