@@ -213,6 +213,12 @@ func closeCalls() []closeCall {
 			_, _, _ = f.b.MaintenanceMode(), f.b.Now(), f.b.MaxPayload()
 			return errors.Join(f.b.Maintain(ctx), f.b.Ping(ctx), f.b.SetMaintenanceMode(ctx, false))
 		}},
+		{name: "Console", methods: []string{"ListPartitions", "FindGroups", "Facts"}, run: func(ctx context.Context, f *closeFixture) error {
+			_ = f.b.Facts()
+			_, err1 := f.b.ListPartitions(ctx, "q", queen.PartitionFilter{Limit: 10})
+			_, err2 := f.b.FindGroups(ctx, queen.GroupFilter{Queue: "q", MaxProbes: 10})
+			return errors.Join(err1, err2)
+		}},
 		{name: "Admin", methods: []string{"Admin"}, run: func(ctx context.Context, f *closeFixture) error {
 			_, err := f.b.Admin().ListQueues(ctx)
 			return err
@@ -535,7 +541,7 @@ func TestClose_ConcurrentCloseWaitsForTheFirst(t *testing.T) {
 func TestClose_EveryMethodIsGated(t *testing.T) {
 	t.Parallel()
 	// Methods that return no error touch no storage and need no guard.
-	ungated := map[string]bool{"Admin": true, "Queue": true, "Transaction": true, "Counters": true, "Close": true, "Now": true, "MaintenanceMode": true, "MaxPayload": true}
+	ungated := map[string]bool{"Admin": true, "Queue": true, "Transaction": true, "Counters": true, "Close": true, "Now": true, "MaintenanceMode": true, "MaxPayload": true, "Facts": true}
 	b := queentest.NewBroker(t, nil)
 	pushN(t, b, "q", "", 1)
 	reopen := queen.ShutCallsForTest(b)

@@ -35,6 +35,11 @@ type QueueCounters struct {
 	// Evicted those MaxWaitTime removed: dead-lettered for the groups that
 	// had not settled them, or deleted where no group reads.
 	Retained, CompletedRetained, Evicted int64
+	// PushBatches, PopBatches and AckBatches count the calls that queued,
+	// delivered or applied at least one message of the queue: Pushed over
+	// PushBatches is the mean batch of a push. An ack call that applied
+	// items of several statuses counts once per status.
+	PushBatches, PopBatches, AckBatches int64
 	// Lag is how long the popped messages had waited.
 	Lag LagCounts
 }
@@ -73,6 +78,7 @@ func (l LagCounts) MaxSince(prev LagCounts) time.Duration {
 // queueCounters is the live, lock-free form of one queue's QueueCounters.
 type queueCounters struct {
 	pushed, popped, empty, dead, parked atomic.Int64
+	pushCalls, popCalls, ackCalls       atomic.Int64
 	acked                               [len(ackStatuses)]atomic.Int64
 	retained, completedRetained         atomic.Int64
 	evicted                             atomic.Int64
@@ -114,17 +120,23 @@ func (t *queueTable) countQueue(e Event) {
 	switch e.Kind {
 	case EventPush:
 		if n > 0 {
-			t.get(e.Queue).pushed.Add(n)
+			qc := t.get(e.Queue)
+			qc.pushed.Add(n)
+			qc.pushCalls.Add(1)
 		}
 	case EventPop:
 		if n > 0 {
-			t.get(e.Queue).popped.Add(n)
+			qc := t.get(e.Queue)
+			qc.popped.Add(n)
+			qc.popCalls.Add(1)
 		} else if qc := t.lookup(e.Queue); qc != nil {
 			qc.empty.Add(1)
 		}
 	case EventAck:
 		if k := statusIndex(e.Status); k >= 0 && n > 0 {
-			t.get(e.Queue).acked[k].Add(n)
+			qc := t.get(e.Queue)
+			qc.acked[k].Add(n)
+			qc.ackCalls.Add(1)
 		}
 	case EventDeadLettered:
 		if n > 0 {
@@ -188,7 +200,8 @@ func (qc *queueCounters) snapshot() QueueCounters {
 		Pushed: qc.pushed.Load(), Popped: qc.popped.Load(), EmptyPops: qc.empty.Load(),
 		DeadLettered: qc.dead.Load(), Parked: qc.parked.Load(),
 		Retained: qc.retained.Load(), CompletedRetained: qc.completedRetained.Load(), Evicted: qc.evicted.Load(),
-		Acked: make(map[AckStatus]int64, len(ackStatuses)),
+		Acked:       make(map[AckStatus]int64, len(ackStatuses)),
+		PushBatches: qc.pushCalls.Load(), PopBatches: qc.popCalls.Load(), AckBatches: qc.ackCalls.Load(),
 	}
 	for i, s := range ackStatuses {
 		out.Acked[s] = qc.acked[i].Load()

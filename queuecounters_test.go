@@ -1,10 +1,12 @@
 package queen_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/queenlite/queen"
+	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -40,6 +42,9 @@ func TestQueueCounters(t *testing.T) {
 	require.EqualValues(t, 2, a.Acked[queen.AckCompleted])
 	require.EqualValues(t, 1, a.Acked[queen.AckDLQ])
 	require.EqualValues(t, 1, a.Acked[queen.AckFailed])
+	require.EqualValues(t, 2, a.PushBatches, "two push calls")
+	require.EqualValues(t, 2, a.PopBatches, "two pops delivered, one did not")
+	require.EqualValues(t, 3, a.AckBatches)
 	require.EqualValues(t, 2, a.DeadLettered, "the dlq ack, and the failed one with no retries left")
 	require.EqualValues(t, 4, a.Lag.Count)
 	require.Equal(t, 3*2000*time.Millisecond+500*time.Millisecond, a.Lag.Total)
@@ -93,4 +98,34 @@ func TestQueueCounters_Retention(t *testing.T) {
 	require.EqualValues(t, 2, all["done"].CompletedRetained)
 	require.EqualValues(t, 2, all["wait"].Evicted, "deleted: no group reads them")
 	require.Zero(t, all["old"].CompletedRetained+all["old"].Evicted)
+}
+
+// TestBroker_ParkedPops counts the long-polls parked now, by queue, a
+// queue that does not exist yet included.
+func TestBroker_ParkedPops(t *testing.T) {
+	t.Parallel()
+	b, _ := clocked(t, nil)
+	pushTo(t, b, "a", "p", `{}`)
+	pop(t, b, queen.PopRequest{Queue: "a"}) // leased: the next pops wait
+	require.Empty(t, b.ParkedPops())
+
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan struct{}, 3)
+	for _, req := range []queen.PopRequest{
+		{Queue: "a", Wait: true, Timeout: time.Minute},
+		{Queue: "a", Partition: "p", Wait: true, Timeout: time.Minute},
+		{Queue: "later", Wait: true, Timeout: time.Minute},
+	} {
+		go func() {
+			_, _ = b.Pop(ctx, req)
+			done <- struct{}{}
+		}()
+	}
+	itest.AwaitWaiting(t, b, 3)
+	require.Equal(t, map[string]int{"a": 2, "later": 1}, b.ParkedPops())
+	cancel()
+	for range 3 {
+		<-done
+	}
+	require.Empty(t, b.ParkedPops())
 }

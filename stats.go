@@ -146,6 +146,8 @@ func (b *Broker) QueueStats(ctx context.Context, name string) (*QueueStats, erro
 }
 
 // ListQueues describes every queue (without per-partition detail), by name.
+// It reads the counts the broker keeps: its cost does not grow with the
+// queues' partitions.
 func (b *Broker) ListQueues(ctx context.Context) ([]QueueStats, error) {
 	if err := b.enter(); err != nil {
 		return nil, err
@@ -159,7 +161,7 @@ func (b *Broker) ListQueues(ctx context.Context) ([]QueueStats, error) {
 	now := b.now()
 	out := make([]QueueStats, 0, len(b.queues))
 	for _, q := range b.queues {
-		out = append(out, b.queueStats(q, false, now))
+		out = append(out, b.queueTotals(q, now))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -168,6 +170,11 @@ func (b *Broker) ListQueues(ctx context.Context) ([]QueueStats, error) {
 // ListGroups describes every consumer group on every queue (queue mode
 // included), by queue then group. A non-empty group restricts the list.
 func (b *Broker) ListGroups(ctx context.Context, group string) ([]GroupStats, error) {
+	return b.groupStats(GroupFilter{Group: group})
+}
+
+// groupStats describes the groups f selects, by queue then group.
+func (b *Broker) groupStats(f GroupFilter) ([]GroupStats, error) {
 	if err := b.enter(); err != nil {
 		return nil, err
 	}
@@ -185,12 +192,17 @@ func (b *Broker) ListGroups(ctx context.Context, group string) ([]GroupStats, er
 		off int64
 	}
 	var probes []probe
+	budget := f.MaxProbes
 	for _, q := range b.queues {
+		if f.Queue != "" && q.name != f.Queue {
+			continue
+		}
 		for _, g := range q.groups {
-			if group != "" && g.name != group {
+			if f.Group != "" && g.name != f.Group {
 				continue
 			}
 			gs := GroupStats{Queue: q.name, Group: g.name, Mode: g.mode, From: microsTime(g.from), JoinedAt: microsTime(g.joinedAt), Conflation: g.conflation}
+			mine := len(probes)
 			for _, p := range q.parts {
 				cs := b.cursorStats(startCursor(g, p), now)
 				gs.Partitions++
@@ -206,6 +218,15 @@ func (b *Broker) ListGroups(ctx context.Context, group string) ([]GroupStats, er
 				}
 				if cs.LastAckAt.After(gs.LastAckAt) {
 					gs.LastAckAt = cs.LastAckAt
+				}
+			}
+			if f.MaxProbes > 0 {
+				// A group's oldest pending message is found in full or not
+				// at all: past the budget, its probes are dropped.
+				if n := len(probes) - mine; n > budget {
+					probes = probes[:mine]
+				} else {
+					budget -= n
 				}
 			}
 			out = append(out, gs)

@@ -32,6 +32,35 @@ func (b *Broker) waiting() int {
 	return n
 }
 
+// ParkedPops returns the long-poll pops parked now, waiting for a
+// message, by queue; queues with none are left out. A pop of a queue
+// that does not exist yet counts under its name. Dashboards chart it as
+// Queen's parked count; it takes the broker's lock once, so read it at
+// a sampling interval, not per request.
+func (b *Broker) ParkedPops() map[string]int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make(map[string]int)
+	for name, wl := range b.queueWait {
+		if wl.n > 0 {
+			out[name] += wl.n
+		}
+	}
+	for name, q := range b.queues {
+		n := 0
+		for _, g := range q.groups {
+			n += g.waiters.n
+			for _, wl := range g.partWaiters {
+				n += wl.n
+			}
+		}
+		if n > 0 {
+			out[name] += n
+		}
+	}
+	return out
+}
+
 // waiter is a pop parked until something it could take appears.
 type waiter struct {
 	ch         chan struct{} // receives one token per wake

@@ -87,8 +87,12 @@ func checkPending(t *testing.T, b *Broker, step string) {
 	defer b.mu.Unlock()
 	now := b.now()
 	for name, q := range b.queues {
-		want := b.queueStats(q, false, now).Pending
+		walked := b.queueStats(q, false, now)
+		want := walked.Pending
 		require.Equal(t, want, q.pending, "%s: queue %s pending", step, name)
+		// ListQueues and ListPartitions count from what is kept, not walked.
+		kept := b.queueTotals(q, now)
+		require.Equal(t, walked, kept, "%s: queue %s totals", step, name)
 		require.GreaterOrEqual(t, q.reserved, int64(0))
 	}
 }

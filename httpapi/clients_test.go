@@ -348,12 +348,13 @@ func TestClient_ObservabilityPassthroughs(t *testing.T) {
 	e := setup(t, nil, nil)
 	for _, p := range []string{"/health", "/metrics", "/api/v1/resources/overview", "/api/v1/resources/queues",
 		"/api/v1/resources/namespaces", "/api/v1/resources/tasks", "/api/v1/messages", "/api/v1/status/queues", "/api/v1/status",
-		"/api/v1/system/maintenance", "/api/v1/system/maintenance/pop"} {
+		"/api/v1/system/maintenance", "/api/v1/system/maintenance/pop", "/api/v1/analytics/system-metrics",
+		"/api/v1/analytics/worker-metrics"} {
 		e.obj("GET", p, nil, http.StatusOK)
 	}
 	require.Equal(t, http.StatusOK, e.do("GET", "/metrics/prometheus", nil).Code)
-	for _, p := range []string{"/api/v1/status/analytics", "/api/v1/analytics/system-metrics",
-		"/api/v1/analytics/worker-metrics", "/api/v1/analytics/postgres-stats", "/api/v1/system/shared-state"} {
+	require.Equal(t, "postgresql-only", e.obj("GET", "/api/v1/analytics/postgres-stats", nil, http.StatusNotFound)["reason"])
+	for _, p := range []string{"/api/v1/status/analytics", "/api/v1/system/shared-state"} {
 		require.Equal(t, map[string]any{"error": "not supported"}, e.obj("GET", p, nil, http.StatusNotFound))
 	}
 }

@@ -183,7 +183,10 @@ type laggingRow struct {
 
 // laggingGroups serves GET /api/v1/consumer-groups/lagging: partitions
 // whose oldest unsettled message waited at least minLagSeconds (default
-// 3600), most lagging first.
+// 3600), most lagging first. worker_id is always null: Queen's dashboard
+// shows it as the consumer working on the partition, and this broker
+// records no consumer identity, only a lease (whose id is a credential
+// for acks, not a name to show).
 func (h *handler) laggingGroups(w http.ResponseWriter, r *http.Request) {
 	p := newParams(r)
 	minLag := min(p.num("minLagSeconds", 3600), maxDurationUnits)
@@ -214,7 +217,7 @@ func (h *handler) laggingGroups(w http.ResponseWriter, r *http.Request) {
 			}
 			out = append(out, laggingRow{
 				ConsumerGroup: g.Group, QueueName: g.Queue, PartitionName: pl.part.Name, PartitionID: pl.part.ID,
-				WorkerID: nullString(pl.cur.LeaseID), OffsetLag: pl.cur.Lag, TimeLagSeconds: lag,
+				WorkerID: "", OffsetLag: pl.cur.Lag, TimeLagSeconds: lag,
 				LagHours: math.Round(float64(lag)/36) / 100, OldestUnconsumedAt: msTime(pl.oldest), LastConsumedAt: msTime(pl.cur.LastAckAt),
 			})
 		}

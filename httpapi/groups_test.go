@@ -106,6 +106,16 @@ func TestConsumerGroups_Lagging(t *testing.T) {
 	}
 	require.Equal(t, "orders", row["queue_name"])
 	require.NotNil(t, row["oldest_unconsumed_at"])
+	leased := 0
+	for _, g := range e.obj("GET", "/api/v1/consumer-groups/billing", nil, http.StatusOK)["orders"].(map[string]any)["partitions"].([]any) {
+		if g.(map[string]any)["leaseActive"] == true {
+			leased++
+		}
+	}
+	require.Positive(t, leased, "a partition is under a lease")
+	for _, r := range rows {
+		require.Nil(t, r.(map[string]any)["worker_id"], "no lease id in worker_id")
+	}
 	e.fails("GET", "/api/v1/consumer-groups/lagging?minLagSeconds=x", nil, http.StatusBadRequest, "minLagSeconds must be a number")
 }
 

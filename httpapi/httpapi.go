@@ -26,8 +26,11 @@
 // "ACK operation failed: Message not found", as the broker answers an id
 // it never handed out), oversized bodies with 413. Storage failures answer 500 {"error":"internal error"}; the
 // detail goes to [Options.Logger]. Routes of Queen that this broker does
-// not implement (streams, analytics, migration, shared state, the
-// dashboard) answer 404 {"error":"not supported"}.
+// not implement (streams, shared state, the dashboard, analytics other
+// than those of [Options].History) answer 404 {"error":"not supported"};
+// those that read or migrate Queen's PostgreSQL database
+// (/api/v1/analytics/postgres-stats, /api/v1/migration/...) answer 404
+// with an error that says so.
 //
 // # Refused acks
 //
@@ -59,12 +62,13 @@
 //
 // # Maintenance mode
 //
-// POST /api/v1/system/maintenance (or …/maintenance/pop) with
-// {"enabled": true} turns on the broker's maintenance mode (see
-// [queen.Broker.SetMaintenanceMode]): pushes are stored, pops deliver
-// nothing (204), and turning it off delivers what was pushed meanwhile.
-// Queen's two modes are one switch here. It lives in memory: a restarted
-// broker starts with it off.
+// POST /api/v1/system/maintenance and …/maintenance/pop with
+// {"enabled": true} turn on Queen's push and pop maintenance flags, shown
+// apart by GET on the same routes. While either is on, the broker is in
+// maintenance mode (see [queen.Broker.SetMaintenanceMode]): pushes are
+// stored, pops deliver nothing (204), and turning both off delivers what
+// was pushed meanwhile. The mode lives in memory: a restarted broker
+// starts with it off.
 //
 // # Long polls
 //
@@ -94,6 +98,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/httpapi/history"
 )
 
 // Broker is every method the routes call: those of [queen.Client] and the
@@ -262,6 +267,15 @@ type Options struct {
 	// A missing leading slash is added and a trailing one ignored.
 	// Defaults to "": the handler routes on the path as it arrives.
 	Prefix string
+
+	// History, when set, is where the analytics routes Queen's dashboard
+	// charts (GET /api/v1/analytics/worker-metrics, system-metrics,
+	// queue-ops, queue-lag, retention, queue-parked-replicas) and the
+	// throughput and workers of GET /api/v1/status read their samples.
+	// The handler only reads it: start and close it yourself (cmd/queen
+	// shares one with the console). Defaults to nil: those series are
+	// empty.
+	History *history.Recorder
 }
 
 // Limits of the wire contract: a pop's batch, partitions and timeout are
@@ -289,6 +303,9 @@ type handler struct {
 	// stopped is cancelled when Options.Shutdown closes; parked pops hang
 	// their cancellation on it with context.AfterFunc.
 	stopped context.Context
+
+	hist  *history.Recorder // nil: no time series
+	maint maintenance       // Queen's push and pop flags
 
 	started  time.Time
 	requests atomic.Int64
@@ -321,6 +338,7 @@ func New(c queen.Client, opts *Options) http.Handler {
 		prefix:    cleanPrefix(o.Prefix),
 		timeout:   o.DefaultTimeout,
 		batch:     o.DefaultBatch,
+		hist:      o.History,
 		started:   b.Now(),
 	}
 	if h.log == nil {
@@ -410,6 +428,13 @@ func (h *handler) routes(publicMetrics bool) {
 	h.handle("GET /api/v1/system/maintenance/pop", AccessAdmin, h.getPopMaintenance)
 	h.handle("POST /api/v1/system/maintenance/pop", AccessAdmin, h.setPopMaintenance)
 
+	h.handle("GET /api/v1/analytics/worker-metrics", AccessReadOnly, h.workerMetrics)
+	h.handle("GET /api/v1/analytics/system-metrics", AccessReadOnly, h.systemMetrics)
+	h.handle("GET /api/v1/analytics/queue-ops", AccessReadOnly, h.queueOps)
+	h.handle("GET /api/v1/analytics/queue-lag", AccessReadOnly, h.queueLag)
+	h.handle("GET /api/v1/analytics/retention", AccessReadOnly, h.retention)
+	h.handle("GET /api/v1/analytics/queue-parked-replicas", AccessReadOnly, h.queueParkedReplicas)
+
 	h.handle("POST /api/v1/traces", AccessReadWrite, h.recordTrace)
 	h.handle("GET /api/v1/traces/names", AccessReadOnly, h.traceNames)
 	h.handle("GET /api/v1/traces/by-name/{name}", AccessReadOnly, h.tracesByName)
@@ -418,7 +443,7 @@ func (h *handler) routes(publicMetrics bool) {
 	// Queen routes this broker does not implement.
 	for _, p := range []string{
 		"GET /{$}", "/api/v1/status/analytics", "/api/v1/status/buffers",
-		"/api/v1/analytics/", "/api/v1/system/shared-state", "/api/v1/migration/", "/streams/v1/", "/internal/",
+		"/api/v1/analytics/", "/api/v1/system/shared-state", "/streams/v1/", "/internal/",
 		"/api/v1/stream/", "DELETE /api/v1/queues/{queue}/clear", "GET /api/v1/resources/partitions",
 		"POST /api/v1/messages/{partitionId}/{transactionId}/retry", "POST /api/v1/messages/{partitionId}/{transactionId}/dlq",
 	} {
@@ -426,6 +451,8 @@ func (h *handler) routes(publicMetrics bool) {
 			writeJSON(w, http.StatusNotFound, errorBody{"not supported"})
 		})
 	}
+	h.mux.HandleFunc("/api/v1/analytics/postgres-stats", postgresOnly)
+	h.mux.HandleFunc("/api/v1/migration/", postgresOnly)
 	h.mux.HandleFunc("/", h.notFound)
 }
 

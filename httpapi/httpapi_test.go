@@ -181,13 +181,23 @@ func TestHandler_UnknownAndUnsupportedRoutes(t *testing.T) {
 	e.fails("GET", "/elsewhere", nil, http.StatusNotFound, "not found")
 	for _, r := range [][2]string{
 		{"GET", "/"}, {"GET", "/api/v1/status/analytics"}, {"GET", "/api/v1/status/buffers"},
-		{"GET", "/api/v1/analytics/system-metrics"}, {"GET", "/api/v1/analytics/queue-lag"}, {"GET", "/api/v1/system/shared-state"},
-		{"POST", "/api/v1/migration/start"}, {"POST", "/streams/v1/queries"}, {"POST", "/streams/v1/cycle"},
+		{"GET", "/api/v1/analytics/workload"}, {"GET", "/api/v1/system/shared-state"},
+		{"POST", "/streams/v1/queries"}, {"POST", "/streams/v1/cycle"},
 		{"POST", "/internal/api/notify"}, {"POST", "/api/v1/stream/define"}, {"DELETE", "/api/v1/queues/q/clear"},
 		{"GET", "/api/v1/resources/partitions"}, {"POST", "/api/v1/messages/p/t/retry"}, {"POST", "/api/v1/messages/p/t/dlq"},
 	} {
 		v := e.obj(r[0], r[1], nil, http.StatusNotFound)
 		require.Equal(t, map[string]any{"error": "not supported"}, v, "%s %s", r[0], r[1])
+	}
+	// PostgreSQL's own analytics and the migration say why.
+	for _, r := range [][2]string{
+		{"GET", "/api/v1/analytics/postgres-stats"}, {"GET", "/api/v1/migration/status"}, {"POST", "/api/v1/migration/start"},
+		{"POST", "/api/v1/migration/test-connection"}, {"POST", "/api/v1/migration/validate"}, {"POST", "/api/v1/migration/reset"},
+	} {
+		v := e.obj(r[0], r[1], nil, http.StatusNotFound)
+		require.Equal(t, "postgresql-only", v["reason"], "%s %s", r[0], r[1])
+		require.Contains(t, v["error"], "PostgreSQL", "%s %s", r[0], r[1])
+		require.Contains(t, v["error"], "Badger", "%s %s", r[0], r[1])
 	}
 	rec := e.do("GET", "/api/v1/push", nil)
 	require.Equal(t, http.StatusMethodNotAllowed, rec.Code)

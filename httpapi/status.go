@@ -3,7 +3,6 @@ package httpapi
 import (
 	"net/http"
 	"sort"
-	"time"
 
 	"github.com/queenlite/queen"
 )
@@ -18,6 +17,15 @@ type errorCount struct {
 	Count int    `json:"count"`
 }
 
+// statusMessages is the messages object of GET /api/v1/status: Queen's
+// counters summed over the queues, the batch efficiency and the calls it
+// is measured over.
+type statusMessages struct {
+	counts
+	BatchEfficiency map[string]float64 `json:"batchEfficiency"`
+	Requests        map[string]int64   `json:"requests"`
+}
+
 // status serves GET /api/v1/status, Queen's cluster overview, with the
 // parts this broker has: queues[] (as in /status/queues, filtered by
 // queue, namespace and task), the message counters summed over them,
@@ -25,21 +33,24 @@ type errorCount struct {
 // live lease; totalBatchSize is the messages those leases still hold
 // unsettled (settled ones leave the count, so totalAcked is 0). The dead
 // letters' affected partitions and top errors come from the newest 1000
-// letters. No time series is kept: throughput and workers are empty.
+// letters. partitionsWithLeases counts the partitions under a live lease
+// once, whatever the groups.
+//
+// throughput (newest first), workers and messages.batchEfficiency
+// (messages per push, pop and ack call that moved any) come from
+// [Options].History, over from..to, for the queues the filters keep
+// (the whole broker without filters); without a History they are empty
+// and 0. This process is the one worker; the event-loop and database pool
+// fields are 0.
 func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 	p := newParams(r)
 	queue, ns, task := p.name("queue"), p.name("namespace"), p.name("task")
-	from, to := p.time("from"), p.time("to")
-	if p.err != nil {
-		h.writeError(w, r, p.err)
+	win, err := h.window(p)
+	if err != nil {
+		h.writeError(w, r, err)
 		return
 	}
-	if to.IsZero() {
-		to = h.b.Now()
-	}
-	if from.IsZero() {
-		from = to.Add(-time.Hour)
-	}
+	from, to := win.from, win.to
 	ctx := r.Context()
 	all, err := h.b.ListQueues(ctx)
 	if err != nil {
@@ -77,6 +88,17 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	withLeases, err := h.partitionsWithLeases(ctx, groups, names)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	var only map[string]bool // nil: the whole broker's figures
+	if queue != "" || ns != "" || task != "" {
+		only = names
+	}
+	series := h.statusSeries(win, only)
+
 	affected, top := 0, []errorCount{}
 	if dead > 0 {
 		f := queen.LetterFilter{Limit: statusLetterSample}
@@ -111,15 +133,18 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 	}
 
 	writeJSON(w, http.StatusOK, map[string]any{
-		"timeRange":  map[string]any{"from": msTime(from), "to": msTime(to), "bucketMinutes": 1, "pointCount": 0},
-		"throughput": []any{},
+		"timeRange": map[string]any{"from": msTime(from), "to": msTime(to), "bucketMinutes": win.minutes,
+			"pointCount": len(series.throughput)},
+		"throughput": series.throughput,
 		"queues":     queues,
-		"messages":   msgs,
-		"leases":     map[string]any{"active": active, "totalBatchSize": held, "totalAcked": 0},
+		"messages":   statusMessages{msgs, series.batch, series.requests},
+		"leases": map[string]any{"active": active, "partitionsWithLeases": withLeases, "totalBatchSize": held,
+			"totalAcked": 0},
 		"deadLetterQueue": map[string]any{
 			"totalMessages": dead, "affectedPartitions": affected, "topErrors": top,
 		},
-		"workers":  []any{},
+		"workers":  series.workers,
+		"errors":   h.statusErrors(),
 		"statsAge": 0,
 	})
 }

@@ -32,8 +32,21 @@ func TestSystem_Maintenance(t *testing.T) {
 	require.Equal(t, true, res["bufferHealthy"])
 	require.Contains(t, res["message"], "Maintenance mode is on")
 	require.True(t, e.b.MaintenanceMode())
-	require.Equal(t, map[string]any{"popMaintenanceMode": true, "message": res["message"]},
-		e.obj("GET", "/api/v1/system/maintenance/pop", nil, http.StatusOK), "one switch for both of Queen's modes")
+	require.Equal(t, false, res["popMaintenanceMode"])
+	require.Equal(t, map[string]any{"popMaintenanceMode": false, "message": res["message"]},
+		e.obj("GET", "/api/v1/system/maintenance/pop", nil, http.StatusOK), "two flags: push on, pop off")
+
+	// The pop flag on too, then the push flag off: still in maintenance.
+	res = e.obj("POST", "/api/v1/system/maintenance/pop", `{"enabled":true}`, http.StatusOK)
+	require.Equal(t, true, res["popMaintenanceMode"])
+	res = e.obj("POST", "/api/v1/system/maintenance", `{"enabled":false}`, http.StatusOK)
+	require.Equal(t, false, res["maintenanceMode"])
+	require.Equal(t, true, res["popMaintenanceMode"])
+	require.Contains(t, res["message"], "Maintenance mode is on", "the pop flag keeps it on")
+	require.True(t, e.b.MaintenanceMode())
+	got := e.obj("GET", "/api/v1/system/maintenance", nil, http.StatusOK)
+	require.Equal(t, false, got["maintenanceMode"])
+	require.Equal(t, true, got["popMaintenanceMode"])
 
 	// Pushes are stored; pops deliver nothing, at once.
 	e.push("m", "", "a", 1)
@@ -43,8 +56,8 @@ func TestSystem_Maintenance(t *testing.T) {
 	require.Nil(t, e.pop("/api/v1/pop/queue/m?consumerGroup=g&subscriptionMode=all"))
 	require.Equal(t, 3.0, e.obj("GET", "/api/v1/resources/queues/m", nil, http.StatusOK)["totals"].(map[string]any)["total"])
 
-	// A long-poll is served once the mode is turned off (through the pop
-	// route: the same switch), with everything pushed meanwhile, once.
+	// A long-poll is served once the last flag is turned off, with
+	// everything pushed meanwhile, once.
 	done := make(chan *httptest.ResponseRecorder, 1)
 	go func() { done <- e.do("GET", "/api/v1/pop/queue/m?wait=true&timeout=30000&batch=10&partitions=2", nil) }()
 	res = e.obj("POST", "/api/v1/system/maintenance/pop", `{"enabled":false}`, http.StatusOK)
@@ -59,19 +72,34 @@ func TestSystem_Maintenance(t *testing.T) {
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	var polled map[string]any
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &polled))
-	var got []string
+	var ids []string
 	for _, m := range msgs(t, polled) {
-		got = append(got, m["transactionId"].(string))
+		ids = append(ids, m["transactionId"].(string))
 	}
-	require.ElementsMatch(t, []string{"a", "b"}, got)
-	got = nil
+	require.ElementsMatch(t, []string{"a", "b"}, ids)
+	ids = nil
 	for _, m := range msgs(t, e.pop("/api/v1/pop/queue/m?consumerGroup=g&batch=10&partitions=2")) {
-		got = append(got, m["transactionId"].(string))
+		ids = append(ids, m["transactionId"].(string))
 	}
-	require.ElementsMatch(t, []string{"before", "a", "b"}, got, "the group that joined in maintenance mode reads from the start")
+	require.ElementsMatch(t, []string{"before", "a", "b"}, ids, "the group that joined in maintenance mode reads from the start")
 	require.Nil(t, e.pop("/api/v1/pop/queue/m?batch=10&partitions=2"), "nothing is handed out twice")
 	require.Equal(t, map[string]any{"maintenanceMode": false, "popMaintenanceMode": false, "bufferedMessages": 0.0, "bufferHealthy": true,
 		"bufferStats": map[string]any{"pending": 0.0, "failed": 0.0}}, e.obj("GET", "/api/v1/system/maintenance", nil, http.StatusOK))
+
+	// The flags follow the broker's switch turned from elsewhere.
+	require.NoError(t, e.b.SetMaintenanceMode(bg, true))
+	got = e.obj("GET", "/api/v1/system/maintenance", nil, http.StatusOK)
+	require.Equal(t, true, got["maintenanceMode"])
+	require.Equal(t, true, got["popMaintenanceMode"])
+	res = e.obj("POST", "/api/v1/system/maintenance/pop", `{"enabled":false}`, http.StatusOK)
+	require.True(t, e.b.MaintenanceMode(), "the push flag is still on")
+	e.obj("POST", "/api/v1/system/maintenance", `{"enabled":false}`, http.StatusOK)
+	require.False(t, e.b.MaintenanceMode())
+	e.obj("POST", "/api/v1/system/maintenance", `{"enabled":true}`, http.StatusOK)
+	require.NoError(t, e.b.SetMaintenanceMode(bg, false))
+	got = e.obj("GET", "/api/v1/system/maintenance", nil, http.StatusOK)
+	require.Equal(t, false, got["maintenanceMode"], "turned off elsewhere: both flags off")
+	require.Equal(t, false, got["popMaintenanceMode"])
 
 	// Bad bodies.
 	for _, path := range []string{"/api/v1/system/maintenance", "/api/v1/system/maintenance/pop"} {

@@ -459,7 +459,7 @@ func TestPublicMetrics(t *testing.T) {
 		cfg, err := parseConfig(c.args, envOf(c.env), io.Discard)
 		require.NoError(t, err, "%v %v", c.args, c.env)
 		require.Equal(t, c.public, cfg.publicMetrics, "%v %v", c.args, c.env)
-		e := authEnv{t, cfg.handler(queentest.NewBroker(t, nil), newAuthorizer(cfg, time.Now), nil, nil)}
+		e := authEnv{t, cfg.handler(queentest.NewBroker(t, nil), newAuthorizer(cfg, time.Now), nil, nil, nil)}
 		e.status("GET", "/health", "", "", http.StatusOK, "")
 		for _, path := range []string{"/metrics", "/metrics/prometheus"} {
 			if c.public {

@@ -43,7 +43,7 @@ func TestConsole_ServedBehindTheToken(t *testing.T) {
 	t.Parallel()
 	b := queentest.NewBroker(t, nil)
 	c := &config{token: "s3cret-token", console: true, defaultTimeout: time.Second, defaultBatch: 1, maxBody: 1 << 20}
-	srv := httptest.NewServer(c.handler(b, newAuthorizer(c, time.Now), nil, nil))
+	srv := httptest.NewServer(c.handler(b, newAuthorizer(c, time.Now), nil, nil, nil))
 	t.Cleanup(srv.Close)
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
@@ -87,7 +87,7 @@ func TestConsole_ServedBehindTheToken(t *testing.T) {
 	require.Equal(t, http.StatusOK, res.StatusCode)
 
 	c.console = false
-	off := httptest.NewServer(c.handler(b, newAuthorizer(c, time.Now), nil, nil))
+	off := httptest.NewServer(c.handler(b, newAuthorizer(c, time.Now), nil, nil, nil))
 	t.Cleanup(off.Close)
 	res2, err := http.Get(off.URL + "/console/")
 	require.NoError(t, err)

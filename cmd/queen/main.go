@@ -78,6 +78,7 @@ import (
 
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/httpapi"
+	"github.com/queenlite/queen/httpapi/history"
 )
 
 func main() {
@@ -306,12 +307,13 @@ func (c *config) brokerOptions(logger *slog.Logger) *queen.Options {
 	}
 }
 
-// handler is the API of c on b, checked by auth (nil for none); closing
-// stopPolls ends the parked long-polls.
-func (c *config) handler(b *queen.Broker, auth *authorizer, logger *slog.Logger, stopPolls <-chan struct{}) http.Handler {
+// handler is the API of c on b, checked by auth (nil for none), charting
+// from hist (nil for none); closing stopPolls ends the parked long-polls.
+func (c *config) handler(b *queen.Broker, auth *authorizer, hist *history.Recorder, logger *slog.Logger, stopPolls <-chan struct{}) http.Handler {
 	hopts := &httpapi.Options{
 		Logger: logger, Shutdown: stopPolls, MaxBodyBytes: c.maxBody,
 		DefaultTimeout: c.defaultTimeout, DefaultBatch: c.defaultBatch, PublicMetrics: c.publicMetrics,
+		History: hist,
 	}
 	if auth != nil {
 		hopts.Authorize, hopts.ProducerSub = auth.authorize, auth.producerSub
@@ -320,7 +322,7 @@ func (c *config) handler(b *queen.Broker, auth *authorizer, logger *slog.Logger,
 	if !c.console {
 		return api
 	}
-	return withConsole(api, b, auth, nil, logger)
+	return withConsole(api, b, auth, hist, logger)
 }
 
 // parseBytes reads a positive byte count, bare or with a KiB, MiB or GiB
@@ -377,10 +379,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 1
 	}
 
+	// One history of the counters, sampled every 10 s over the last hour,
+	// for the dashboards' charts.
+	hist := history.New(b, &history.Options{Logger: logger})
+	_ = hist.Start() // fails only after Close
 	stopPolls := make(chan struct{})
 	auth := newAuthorizer(cfg, time.Now)
 	srv := &http.Server{
-		Handler:           cfg.handler(b, auth, logger, stopPolls),
+		Handler:           cfg.handler(b, auth, hist, logger, stopPolls),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      2 * time.Minute, // above the 60 s long-poll limit
@@ -418,6 +424,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		logger.Warn("queen: requests still running at the shutdown timeout; closing them", "err", err)
 		_ = srv.Close()
 	}
+	_ = hist.Close()
 	if !closeBroker(b, logger) {
 		code = 1
 	}

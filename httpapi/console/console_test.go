@@ -111,6 +111,17 @@ func TestConsole_Maintenance(t *testing.T) {
 	require.False(t, e.b.MaintenanceMode())
 	require.Equal(t, http.StatusBadRequest, e.post("/maintenance", form("mode", "sideways")).status)
 	require.False(t, e.b.MaintenanceMode())
+
+	// A live refresh in between leaves the result for the page shown.
+	require.Equal(t, http.StatusSeeOther, e.post("/maintenance", form("mode", "on")).status)
+	req, err := http.NewRequest("GET", e.url("/"), nil)
+	require.NoError(t, err)
+	req.Header.Set("X-Console-Live", "1")
+	res, err := e.client.Do(req)
+	require.NoError(t, err)
+	require.Empty(t, resultOf(t, e.read(res).body))
+	require.Equal(t, "maintenance mode on: pushes are stored, pops deliver nothing", resultOf(t, e.ok("/")))
+	require.Empty(t, resultOf(t, e.ok("/")), "shown once")
 }
 
 // TestConsole_OverRemote serves the console over a remote client, which
@@ -128,7 +139,10 @@ func TestConsole_OverRemote(t *testing.T) {
 	for _, p := range []string{"p1", "p2", "p3"} {
 		e.push("orders", p, `{"p":"`+p+`"}`)
 	}
+	e.settle("orders", "billing", queen.AckCompleted, "")
 	body := e.ok("/")
+	// remote's ListGroups has no OldestPendingAt (Queen's wire has none).
+	require.Equal(t, []string{"orders", "3", "3", "2", "0", "0", "0", "1", "—"}, cells(rowHTML(t, body, "queues", "orders"))[:9])
 	require.Equal(t, []string{"orders"}, rows(t, body, "queues"))
 	require.Contains(t, body, `data-fact="version">—<`)
 	require.Contains(t, body, `data-fact="maintenance">—<`)

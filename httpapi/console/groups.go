@@ -39,20 +39,11 @@ func (h *handler) groupsPage(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, msg)
 		return
 	}
-	all, err := h.c.ListGroups(r.Context(), "")
+	queue := strings.TrimSpace(r.URL.Query().Get("queue"))
+	all, err := h.groups(r.Context(), queue, "")
 	if err != nil {
 		h.clientErr(w, r, err)
 		return
-	}
-	queue := strings.TrimSpace(r.URL.Query().Get("queue"))
-	if queue != "" {
-		kept := all[:0:0]
-		for _, g := range all {
-			if g.Queue == queue {
-				kept = append(kept, g)
-			}
-		}
-		all = kept
 	}
 	page := pageOf(&p, all)
 	h.render(w, r, http.StatusOK, "groups", groupsData{Queue: queue, Groups: page, Pager: p, Links: pageLinks(r, p)})
@@ -60,10 +51,10 @@ func (h *handler) groupsPage(w http.ResponseWriter, r *http.Request) {
 
 type groupData struct {
 	queen.GroupStats
-	Partitions []groupCursor
-	Search     string
-	Pager      pager
-	Links      links
+	Cursors []groupCursor // the page's partitions
+	Search  string
+	Pager   pager
+	Links   links
 }
 
 // groupCursor is the group's position in one partition.
@@ -75,7 +66,7 @@ type groupCursor struct {
 
 // findGroup returns the stats of group on queue.
 func (h *handler) findGroup(r *http.Request, queue, group string) (*queen.GroupStats, error) {
-	gs, err := h.c.ListGroups(r.Context(), group)
+	gs, err := h.groups(r.Context(), queue, group)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +104,7 @@ func (h *handler) groupPage(w http.ResponseWriter, r *http.Request) {
 	for _, ps := range parts.Partitions {
 		for _, c := range ps.Cursors {
 			if c.Group == group {
-				d.Partitions = append(d.Partitions, groupCursor{Partition: ps.Name, Messages: ps.Messages, CursorStats: c})
+				d.Cursors = append(d.Cursors, groupCursor{Partition: ps.Name, Messages: ps.Messages, CursorStats: c})
 			}
 		}
 	}

@@ -263,3 +263,7 @@ func form(kv ...string) url.Values {
 func htmlEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;").Replace(s)
 }
+
+// inputRE finds a form's named inputs: text ones with their value, and
+// checkboxes ("true" when checked).
+var inputRE = regexp.MustCompile(`<input (?:type="checkbox" )?name="([^"]+)" value="([^"]*)"`)

@@ -35,8 +35,10 @@ const (
 	// ones names.
 	maxSelected = 1000
 	// maxMatching is the most entries one replay or delete of all those
-	// matching a filter acts on; the result says when more remain.
-	maxMatching = 100_000
+	// matching a filter acts on, one broker call each (so that the request
+	// ends within a server's write timeout); the result says when more
+	// remain.
+	maxMatching = 10_000
 	// maxName is the longest queue, group or partition name a filter
 	// takes, as the broker's own limit.
 	maxName = 255

@@ -23,6 +23,10 @@ type (
 		ListPartitions(ctx context.Context, queue string, f queen.PartitionFilter) (*queen.PartitionPage, error)
 	}
 
+	groupFinder interface {
+		FindGroups(ctx context.Context, f queen.GroupFilter) ([]queen.GroupStats, error)
+	}
+
 	tracer interface {
 		Traces(ctx context.Context, partitionID, transactionID string) ([]queen.TraceEvent, error)
 		TracesByName(ctx context.Context, name string, limit, offset int) (*queen.TracePage, error)
@@ -36,4 +40,30 @@ var (
 	_ maintainer      = (*queen.Broker)(nil)
 	_ partitionLister = (*queen.Broker)(nil)
 	_ tracer          = (*queen.Broker)(nil)
+	_ groupFinder     = (*queen.Broker)(nil)
 )
+
+// maxProbes bounds the storage reads a page spends finding the oldest
+// pending message of groups (one per partition a group lags in): past
+// it, a group's oldest pending age shows "—".
+const maxProbes = 10_000
+
+// groups describes the groups of queue ("" for all) named group ("" for
+// all): through FindGroups, bounded by maxProbes, when the client has
+// it; else through ListGroups, filtered here.
+func (h *handler) groups(ctx context.Context, queue, group string) ([]queen.GroupStats, error) {
+	if f, ok := h.c.(groupFinder); ok {
+		return f.FindGroups(ctx, queen.GroupFilter{Queue: queue, Group: group, MaxProbes: maxProbes})
+	}
+	all, err := h.c.ListGroups(ctx, group)
+	if err != nil {
+		return nil, err
+	}
+	kept := all[:0]
+	for _, g := range all {
+		if queue == "" || g.Queue == queue {
+			kept = append(kept, g)
+		}
+	}
+	return kept, nil
+}

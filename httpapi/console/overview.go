@@ -80,24 +80,41 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 }
 
 // oldestPending fills the rows' OldestPending from the groups of their
-// queues.
+// queues: one FindGroups per queue of the page, or one ListGroups of all
+// for a client without FindGroups (a remote one: one request).
 func (h *handler) oldestPending(r *http.Request, rows []queueRow) error {
-	groups, err := h.c.ListGroups(r.Context(), "")
-	if err != nil {
-		return err
-	}
 	at := make(map[string]int, len(rows))
 	for i := range rows {
 		at[rows[i].Name] = i
 	}
-	for _, g := range groups {
-		i, ok := at[g.Queue]
-		if !ok || g.OldestPendingAt.IsZero() {
+	note := func(groups []queen.GroupStats) {
+		for _, g := range groups {
+			i, ok := at[g.Queue]
+			if !ok || g.OldestPendingAt.IsZero() {
+				continue
+			}
+			if o := &rows[i].OldestPending; o.IsZero() || g.OldestPendingAt.Before(*o) {
+				*o = g.OldestPendingAt
+			}
+		}
+	}
+	if _, ok := h.c.(groupFinder); !ok {
+		groups, err := h.c.ListGroups(r.Context(), "")
+		if err != nil {
+			return err
+		}
+		note(groups)
+		return nil
+	}
+	for i := range rows {
+		if len(rows[i].Groups) == 0 || rows[i].Pending == 0 {
 			continue
 		}
-		if o := &rows[i].OldestPending; o.IsZero() || g.OldestPendingAt.Before(*o) {
-			*o = g.OldestPendingAt
+		groups, err := h.groups(r.Context(), rows[i].Name, "")
+		if err != nil {
+			return err
 		}
+		note(groups)
 	}
 	return nil
 }

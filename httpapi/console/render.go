@@ -92,7 +92,8 @@ func (h *handler) newView(w http.ResponseWriter, r *http.Request, page string, d
 	}
 	_, err := r.Cookie(tokenCookie)
 	v.LoggedIn = err == nil
-	if r.Method == http.MethodGet {
+	// A live refresh leaves the result for the page the browser shows.
+	if r.Method == http.MethodGet && r.Header.Get("X-Console-Live") == "" {
 		v.Result = h.takeResult(w, r)
 	}
 	return v
@@ -205,7 +206,7 @@ func formatDur(d time.Duration) string {
 		d = 0
 	}
 	if d < time.Second {
-		return d.String()
+		return d.Truncate(time.Millisecond).String()
 	}
 	d = d.Truncate(time.Second)
 	days := d / (24 * time.Hour)

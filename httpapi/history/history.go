@@ -20,7 +20,8 @@
 // both); a client without them (a remote one) is sampled through
 // ListQueues only, so its push, pop, ack and lag figures are zero. Every
 // client gives the queues' depths (Messages, Pending, InFlight,
-// DeadLetters, Parked) and partition counts. CPU time and resident memory
+// DeadLetters, Parked) and partition counts; the long-polls parked on
+// each queue come from its ParkedPops method. CPU time and resident memory
 // are this process's, read with getrusage and /proc/self/status (zero
 // where the system has neither).
 //
@@ -104,6 +105,10 @@ type counterSource interface {
 
 type queueCounterSource interface {
 	QueueCounters() map[string]queen.QueueCounters
+}
+
+type parkedSource interface {
+	ParkedPops() map[string]int
 }
 
 type clockSource interface {
@@ -321,13 +326,20 @@ func (r *Recorder) Series(from, to time.Time, width time.Duration) []Bucket {
 	width = max(width, r.interval)
 	var out []Bucket
 	for _, s := range r.Samples(from, to) {
-		start := spanStart(s.At.Add(-s.Elapsed/2), width)
+		start := s.Span(width)
 		if n := len(out); n == 0 || !out[n-1].Start.Equal(start) {
 			out = append(out, Bucket{Start: start, Width: width})
 		}
 		out[len(out)-1].add(s)
 	}
 	return out
+}
+
+// Span returns the start of the span width long, aligned on multiples
+// of width since the Unix epoch, that holds the middle of the sample's
+// interval: the bucket [Recorder.Series] puts it in.
+func (s *Sample) Span(width time.Duration) time.Time {
+	return spanStart(s.At.Add(-s.Elapsed/2), width)
 }
 
 // spanStart is the start of the span width long that holds t.

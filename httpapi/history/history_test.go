@@ -134,6 +134,9 @@ func TestRecorder_Figures(t *testing.T) {
 	require.InDelta(t, 2.0, bk.PerSecond(bk.Totals.Popped), 1e-9)
 	require.InDelta(t, 2.0, bk.PerSecond(bk.Totals.Acked), 1e-9)
 	require.EqualValues(t, 40, bk.Totals.LagCount)
+	require.EqualValues(t, 1, bk.Totals.PushBatches)
+	require.EqualValues(t, 2, bk.Totals.PopBatches)
+	require.EqualValues(t, 2, bk.Totals.AckBatches)
 	require.Equal(t, 10*time.Second, bk.Totals.AvgLag())
 	require.Equal(t, 10*time.Second, bk.Totals.LagMax)
 
@@ -230,6 +233,48 @@ func TestRecorder_QueueMadeAgain(t *testing.T) {
 	s, _ = r.rec.Latest()
 	require.Empty(t, s.Queues)
 	require.EqualValues(t, 1, s.Totals.PartitionsDeleted, "the deleted queue's partition")
+
+	// Pushes to a queue deleted before the next sample still count in the
+	// totals (the broker's own), though the queue and its counters are gone.
+	r.push(t, "gone", "p", 3)
+	_, err = r.b.DeleteQueue(bg, "gone")
+	require.NoError(t, err)
+	r.clock.Advance(10 * time.Second)
+	r.sample(t)
+	s, _ = r.rec.Latest()
+	require.Empty(t, s.Queues)
+	require.EqualValues(t, 3, s.Totals.Pushed)
+}
+
+// TestRecorder_ParkedPops samples the long-polls parked on each queue
+// and averages them over a bucket.
+func TestRecorder_ParkedPops(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, nil)
+	r.push(t, "q", "p", 1)
+	r.sample(t)
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = r.b.Pop(ctx, queen.PopRequest{Queue: "q", Partition: "other", Wait: true, Timeout: time.Minute})
+	}()
+	itest.AwaitWaiting(t, r.b, 1)
+	r.clock.Advance(10 * time.Second)
+	r.sample(t)
+	cancel()
+	<-done
+	r.clock.Advance(10 * time.Second)
+	r.sample(t)
+	s := r.rec.Samples(time.Time{}, time.Time{})
+	q0, _ := s[0].Queue("q")
+	q1, _ := s[1].Queue("q")
+	require.Equal(t, 1.0, q0.ParkedPops)
+	require.Zero(t, q1.ParkedPops)
+	b := r.rec.Series(time.Time{}, time.Time{}, time.Minute)
+	require.Len(t, b, 1)
+	q, _ := b[0].Queue("q")
+	require.Equal(t, 0.5, q.ParkedPops, "the mean of 1 and 0")
 }
 
 // TestRecorder_Process takes CPU time as a difference and as a share of
@@ -239,14 +284,15 @@ func TestRecorder_Process(t *testing.T) {
 	p := &fakeProcess{user: 2 * time.Second, sys: time.Second, rss: 64 << 20}
 	r := newRig(t, &history.Options{Interval: 10 * time.Second, Process: p.read})
 	r.sample(t)
-	r.clock.Advance(10 * time.Second)
+	r.clock.Advance(20 * time.Second) // a late sample: its interval is what passed
 	r.sample(t)
 	b := r.rec.Series(time.Time{}, time.Time{}, time.Minute)
 	require.Len(t, b, 1)
+	require.Equal(t, 20*time.Second, b[0].Elapsed)
 	require.Equal(t, 2*time.Second, b[0].CPUUser)
 	require.Equal(t, time.Second, b[0].CPUSystem)
-	require.InDelta(t, 20.0, b[0].CPUPercent(b[0].CPUUser), 1e-9)
-	require.InDelta(t, 10.0, b[0].CPUPercent(b[0].CPUSystem), 1e-9)
+	require.InDelta(t, 10.0, b[0].CPUPercent(b[0].CPUUser), 1e-9)
+	require.InDelta(t, 5.0, b[0].CPUPercent(b[0].CPUSystem), 1e-9)
 	require.EqualValues(t, 64<<20, b[0].RSS)
 }
 

@@ -25,6 +25,10 @@ type Figures struct {
 	// PartitionsCreated and PartitionsDeleted count partitions that
 	// appeared and went (with their queue, or by a delete).
 	PartitionsCreated, PartitionsDeleted int64
+	// PushBatches, PopBatches and AckBatches count the calls that pushed,
+	// delivered or acked at least one message (see
+	// [queen.QueueCounters].PushBatches).
+	PushBatches, PopBatches, AckBatches int64
 	// LagCount messages were popped after waiting LagTotal in all, the
 	// longest about LagMax (see [queen.LagCounts].MaxSince).
 	LagCount int64
@@ -40,8 +44,8 @@ func (f Figures) AvgLag() time.Duration {
 	return f.LagTotal / time.Duration(f.LagCount)
 }
 
-// add adds g to f: counts are summed, LagMax is the larger.
-func (f *Figures) add(g Figures) {
+// Add adds g to f: counts are summed, LagMax is the larger.
+func (f *Figures) Add(g Figures) {
 	f.Pushed += g.Pushed
 	f.Popped += g.Popped
 	f.EmptyPops += g.EmptyPops
@@ -54,6 +58,9 @@ func (f *Figures) add(g Figures) {
 	f.Evicted += g.Evicted
 	f.PartitionsCreated += g.PartitionsCreated
 	f.PartitionsDeleted += g.PartitionsDeleted
+	f.PushBatches += g.PushBatches
+	f.PopBatches += g.PopBatches
+	f.AckBatches += g.AckBatches
 	f.LagCount += g.LagCount
 	f.LagTotal += g.LagTotal
 	f.LagMax = max(f.LagMax, g.LagMax)
@@ -75,6 +82,13 @@ type QueueFigures struct {
 	Name string
 	Figures
 	State QueueState
+	// ParkedPops is the long-poll pops parked on the queue (see
+	// [queen.Broker.ParkedPops]): in a Sample, at its time; in a Bucket,
+	// the mean over the samples that held the queue (Queen's parked
+	// gauge). Zero for a client without ParkedPops.
+	ParkedPops float64
+
+	samples int // in a Bucket: how many samples held the queue
 }
 
 // Sample is what changed between two readings of the client, taken
@@ -161,7 +175,7 @@ func (b *Bucket) Queue(name string) (QueueFigures, bool) {
 func (b *Bucket) add(s Sample) {
 	b.Elapsed += s.Elapsed
 	b.Samples++
-	b.Totals.add(s.Totals)
+	b.Totals.Add(s.Totals)
 	b.CPUUser += s.CPUUser
 	b.CPUSystem += s.CPUSystem
 	b.RSS = max(b.RSS, s.RSS)
@@ -174,8 +188,11 @@ func (b *Bucket) add(s Sample) {
 		if i == len(b.Queues) {
 			b.Queues = append(b.Queues, QueueFigures{Name: q.Name})
 		}
-		b.Queues[i].add(q.Figures)
-		b.Queues[i].State = q.State
+		bq := &b.Queues[i]
+		bq.Add(q.Figures)
+		bq.State = q.State
+		bq.ParkedPops = (bq.ParkedPops*float64(bq.samples) + q.ParkedPops) / float64(bq.samples+1)
+		bq.samples++
 	}
 	byName(b.Queues)
 }
@@ -186,7 +203,8 @@ type reading struct {
 	totals   *queen.Counters                // nil when the client has no Counters
 	counters map[string]queen.QueueCounters // nil when it has no QueueCounters
 	states   map[string]QueueState
-	names    []string // of states, sorted
+	names    []string       // of states, sorted
+	parked   map[string]int // nil when the client has no ParkedPops
 	proc     Process
 }
 
@@ -211,6 +229,9 @@ func (r *Recorder) read(ctx context.Context) (*reading, error) {
 	if qc, ok := r.c.(queueCounterSource); ok {
 		cur.counters = qc.QueueCounters()
 	}
+	if pp, ok := r.c.(parkedSource); ok {
+		cur.parked = pp.ParkedPops()
+	}
 	return cur, nil
 }
 
@@ -226,12 +247,12 @@ func (cur *reading) since(prev *reading, maxQueues int) Sample {
 	s.Queues = make([]QueueFigures, len(kept))
 	index := make(map[string]int, len(kept))
 	for i, name := range kept {
-		s.Queues[i] = QueueFigures{Name: name, State: cur.states[name]}
+		s.Queues[i] = QueueFigures{Name: name, State: cur.states[name], ParkedPops: float64(cur.parked[name])}
 		index[name] = i
 	}
 	for name, c := range cur.counters {
 		f := counterDiff(c, prev.counters[name])
-		s.Totals.add(f)
+		s.Totals.Add(f)
 		if i, ok := index[name]; ok {
 			s.Queues[i].Figures = f
 		}
@@ -244,7 +265,7 @@ func (cur *reading) since(prev *reading, maxQueues int) Sample {
 		} else {
 			f.PartitionsDeleted = int64(before - now)
 		}
-		s.Totals.add(f)
+		s.Totals.Add(f)
 		if i, ok := index[name]; ok {
 			s.Queues[i].PartitionsCreated, s.Queues[i].PartitionsDeleted = f.PartitionsCreated, f.PartitionsDeleted
 		}
@@ -274,6 +295,7 @@ func counterDiff(cur, prev queen.QueueCounters) Figures {
 	if cur.Pushed < prev.Pushed || cur.Popped < prev.Popped || cur.EmptyPops < prev.EmptyPops ||
 		sumAcked(cur.Acked) < sumAcked(prev.Acked) || cur.Lag.Count < prev.Lag.Count ||
 		cur.DeadLettered < prev.DeadLettered || cur.Parked < prev.Parked ||
+		cur.PushBatches < prev.PushBatches || cur.PopBatches < prev.PopBatches || cur.AckBatches < prev.AckBatches ||
 		cur.Retained < prev.Retained || cur.CompletedRetained < prev.CompletedRetained || cur.Evicted < prev.Evicted {
 		prev = queen.QueueCounters{}
 	}
@@ -283,8 +305,10 @@ func counterDiff(cur, prev queen.QueueCounters) Figures {
 		AckFailed:    delta(cur.Acked[queen.AckFailed], prev.Acked[queen.AckFailed]),
 		DeadLettered: cur.DeadLettered - prev.DeadLettered, Parked: cur.Parked - prev.Parked,
 		Retained: cur.Retained - prev.Retained, CompletedRetained: cur.CompletedRetained - prev.CompletedRetained,
-		Evicted:  cur.Evicted - prev.Evicted,
-		LagCount: cur.Lag.Count - prev.Lag.Count, LagTotal: cur.Lag.Total - prev.Lag.Total,
+		Evicted:     cur.Evicted - prev.Evicted,
+		PushBatches: cur.PushBatches - prev.PushBatches, PopBatches: cur.PopBatches - prev.PopBatches,
+		AckBatches: cur.AckBatches - prev.AckBatches,
+		LagCount:   cur.Lag.Count - prev.Lag.Count, LagTotal: cur.Lag.Total - prev.Lag.Total,
 		LagMax: cur.Lag.MaxSince(prev.Lag),
 	}
 }
