@@ -15,16 +15,23 @@ import (
 // Each action is driven through clicks, as an operator would, and its
 // effect is checked through the broker's Go API, not through the page.
 
-// act clicks the action button matching sel, confirms when the console
-// asks (checking that the confirmation says each of want), and returns the
-// result the page shows.
-func (tb *tab) act(sel string, want ...string) string {
+// submit clicks the action button matching sel and waits for what the
+// console shows next: a confirmation (reported true) or a result.
+func (tb *tab) submit(sel string) (confirming bool) {
 	tb.t.Helper()
 	tb.markOld()
 	tb.click(sel)
 	var next string
 	tb.waitJS("a confirmation or a result", `document.querySelector("dialog[data-confirm][open]") ? "confirm" : (`+fresh+` ? (document.querySelector("[data-confirm]") ? "confirm" : (document.querySelector("[data-result],[data-error]") ? "result" : "")) : "")`, &next)
-	if next == "confirm" {
+	return next == "confirm"
+}
+
+// act clicks the action button matching sel, confirms when the console
+// asks (checking that the confirmation says each of want), and returns the
+// result the page shows.
+func (tb *tab) act(sel string, want ...string) string {
+	tb.t.Helper()
+	if tb.submit(sel) {
 		return tb.confirm(want...)
 	}
 	return tb.result()
@@ -33,11 +40,7 @@ func (tb *tab) act(sel string, want ...string) string {
 // actConfirmed is act for an action that must ask for confirmation first.
 func (tb *tab) actConfirmed(sel string, want ...string) string {
 	tb.t.Helper()
-	tb.markOld()
-	tb.click(sel)
-	var next string
-	tb.waitJS("a confirmation", `document.querySelector("dialog[data-confirm][open]") ? "confirm" : (`+fresh+` ? (document.querySelector("[data-confirm]") ? "confirm" : (document.querySelector("[data-result],[data-error]") ? "result" : "")) : "")`, &next)
-	if next != "confirm" {
+	if !tb.submit(sel) {
 		tb.t.Fatalf("%s: done without a confirmation (it should say %q): %s", sel, want, tb.text(`[data-result],[data-error]`))
 	}
 	return tb.confirm(want...)

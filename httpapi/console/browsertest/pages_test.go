@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/queenlite/queen"
 )
 
 // headers are the column headings the tests fall back on, by column
@@ -173,29 +175,24 @@ func TestPages_LoadCleanAndShowSeededData(t *testing.T) {
 	tb.clean("group")
 
 	// Dead letters and parked: every entry with its error.
-	tb.open("deadletters", "deadletters")
-	dead := tb.rowKeys("deadletters")
-	for _, dl := range c.dead {
-		if !contains(dead, dl.ID) {
-			t.Errorf("dead letters page lists %q, not %s", dead, dl.ID)
-			continue
+	for _, kind := range []struct {
+		page    string
+		letters []queen.DeadLetter
+	}{{"deadletters", c.dead}, {"parked", c.parked}} {
+		tb.open(kind.page, kind.page)
+		keys := tb.rowKeys(kind.page)
+		for _, dl := range kind.letters {
+			if !contains(keys, dl.ID) {
+				t.Errorf("%s page lists %q, not %s", kind.page, keys, dl.ID)
+				continue
+			}
+			if txt := tb.text(row(kind.page, dl.ID)); !strings.Contains(txt, dl.Error) {
+				t.Errorf("%s: %s shows %q, not its error %q", kind.page, dl.ID, txt, dl.Error)
+			}
 		}
-		if txt := tb.text(row("deadletters", dl.ID)); !strings.Contains(txt, dl.Error) {
-			t.Errorf("dead letter %s shows %q, not its error %q", dl.ID, txt, dl.Error)
-		}
+		tb.screenshot(kind.page)
+		tb.clean(kind.page)
 	}
-	tb.screenshot("deadletters")
-	tb.clean("dead letters")
-
-	tb.open("parked", "parked")
-	parked := tb.rowKeys("parked")
-	for _, p := range c.parked {
-		if !contains(parked, p.ID) {
-			t.Errorf("parked page lists %q, not %s", parked, p.ID)
-		}
-	}
-	tb.screenshot("parked")
-	tb.clean("parked")
 
 	// Traces: by name and by message.
 	tb.open("traces?name="+traceName, "traces")
