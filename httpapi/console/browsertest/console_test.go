@@ -68,22 +68,25 @@ func (c *consoleServer) recorded() []post {
 	return append([]post(nil), c.posts...)
 }
 
-// statusWriter remembers the status a handler answered.
+// statusWriter reports the status a handler answers with, before any of
+// the answer is sent: a client that has the answer finds it recorded.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
+	answered func(status int)
+	done     bool
 }
 
 func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
+	if !w.done {
+		w.done = true
+		w.answered(code)
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *statusWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
+	if !w.done {
+		w.WriteHeader(http.StatusOK)
 	}
 	return w.ResponseWriter.Write(p)
 }
@@ -95,11 +98,17 @@ func (c *consoleServer) record(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		sw := &statusWriter{ResponseWriter: w}
+		p := post{path: r.URL.Path, origin: r.Header.Get("Origin"), fetchSite: r.Header.Get("Sec-Fetch-Site"), cookies: len(r.Cookies())}
+		sw := &statusWriter{ResponseWriter: w, answered: func(status int) {
+			p.status = status
+			c.mu.Lock()
+			c.posts = append(c.posts, p)
+			c.mu.Unlock()
+		}}
 		h.ServeHTTP(sw, r)
-		c.mu.Lock()
-		c.posts = append(c.posts, post{path: r.URL.Path, origin: r.Header.Get("Origin"), fetchSite: r.Header.Get("Sec-Fetch-Site"), cookies: len(r.Cookies()), status: sw.status})
-		c.mu.Unlock()
+		if !sw.done {
+			sw.WriteHeader(http.StatusOK)
+		}
 	})
 }
 
