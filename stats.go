@@ -203,7 +203,7 @@ func (b *Broker) groupStats(f GroupFilter) ([]GroupStats, error) {
 			}
 			gs := GroupStats{Queue: q.name, Group: g.name, Mode: g.mode, From: microsTime(g.from), JoinedAt: microsTime(g.joinedAt), Conflation: g.conflation}
 			mine := len(probes)
-			for _, p := range q.parts {
+			for _, p := range q.order { // creation order: partitions lie in memory in it
 				cs := b.cursorStats(startCursor(g, p), now)
 				gs.Partitions++
 				gs.Lag += cs.Lag

@@ -14,8 +14,8 @@ import (
 const (
 	chartSpan    = time.Hour
 	chartBucket  = time.Minute
-	chartWidth   = 600
-	chartHeight  = 150
+	chartWidth   = 1000
+	chartHeight  = 200
 	chartPadLeft = 40
 )
 

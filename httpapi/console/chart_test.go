@@ -48,13 +48,13 @@ func TestConsole_Charts(t *testing.T) {
 		require.Contains(t, body, `<text x="2" y="12">2.00/s</text>`, path)
 		pts := regexp.MustCompile(`<polyline class="push" points="([^"]+)"`).FindStringSubmatch(body)
 		require.NotNil(t, pts, path)
-		// Two buckets: 1/s half way up (y 150-5-135/2), then 2/s at the
+		// Two buckets: 1/s half way up (y 200-5-185/2), then 2/s at the
 		// top (y 10).
 		ys := []string{}
 		for _, p := range strings.Fields(pts[1]) {
 			ys = append(ys, p[strings.Index(p, ",")+1:])
 		}
-		require.Equal(t, []string{"77.5", "10.0"}, ys, path)
+		require.Equal(t, []string{"102.5", "10.0"}, ys, path)
 	}
 	row := rowHTML(t, e.ok("/"), "queues", "orders")
 	require.Equal(t, []string{"2.00", "0.50", "0"}, cells(row)[9:])

@@ -79,6 +79,11 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, "overview", data)
 }
 
+// overviewWalk is the most partitions of a queue the overview walks to
+// find its groups' oldest pending message; a larger queue's shows "—"
+// there (its groups' pages show it).
+const overviewWalk = 100_000
+
 // oldestPending fills the rows' OldestPending from the groups of their
 // queues: one FindGroups per queue of the page, or one ListGroups of all
 // for a client without FindGroups (a remote one: one request).
@@ -107,7 +112,7 @@ func (h *handler) oldestPending(r *http.Request, rows []queueRow) error {
 		return nil
 	}
 	for i := range rows {
-		if len(rows[i].Groups) == 0 || rows[i].Pending == 0 {
+		if len(rows[i].Groups) == 0 || rows[i].Pending == 0 || rows[i].PartitionN > overviewWalk {
 			continue
 		}
 		groups, err := h.groups(r.Context(), rows[i].Name, "")
