@@ -180,6 +180,8 @@ func seed(t *testing.T) *seeded {
 	}
 	s.late = clock.Now()
 	push(qOrders, "eu", numbered("eu", ordersEarlyEU+1, ordersLateEU)...)
+	clock.Advance(time.Minute)
+	must(s.history.Sample(ctx)) // the later pushes in the charts' last minute
 
 	// audit holds one message of us under a lease (taken after the clock
 	// moved, so it is live).
