@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -448,10 +449,20 @@ func (c *Client) ListGroups(ctx context.Context, group string) ([]queen.GroupSta
 		Conflation            bool    `json:"conflation"`
 	}
 	r := &request{op: "list groups", method: http.MethodGet, path: "/api/v1/consumer-groups", safe: true}
-	if err := c.call(ctx, r, &out); err != nil {
+	a, err := c.send(ctx, r)
+	if err != nil {
 		return nil, err
 	}
+	if a.status < 200 || a.status > 299 {
+		return nil, c.errorFor(r, a)
+	}
 	gs := []queen.GroupStats{}
+	if len(bytes.TrimSpace(a.body)) == 0 { // Queen's server with no group at all: 200 and no body
+		return gs, nil
+	}
+	if err := json.Unmarshal(a.body, &out); err != nil {
+		return nil, &TransportError{Op: r.op, URL: c.redacted(r), Err: fmt.Errorf("answer 200 is not a list of groups: %w", err)}
+	}
 	for _, g := range out {
 		if group != "" && g.Name != group {
 			continue
