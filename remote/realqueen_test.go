@@ -2,6 +2,7 @@ package remote_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,4 +83,131 @@ func TestRealQueen_Contract(t *testing.T) {
 			return c
 		},
 	}})
+}
+
+// dialReal empties Queen's server and dials it.
+func dialReal(t *testing.T) *remote.Client {
+	url, reset := realQueen(t)
+	reset(t)
+	c, err := remote.Dial(url, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// popReal pops from Queen's server, polling for a second: it may not see
+// a partition for a moment after the push that made it.
+func popReal(t *testing.T, c *remote.Client, req queen.PopRequest) *queen.PopResult {
+	t.Helper()
+	ctx := context.Background()
+	for end := time.Now().Add(time.Second); ; {
+		res, err := c.Pop(ctx, req)
+		require.NoError(t, err)
+		if len(res.Messages) > 0 || time.Now().After(end) {
+			return res
+		}
+		time.Sleep(50 * time.Millisecond) // another process's state: no event to wait for
+	}
+}
+
+// Each of issue 22's silent wrong answers, checked on Queen's server.
+func TestRealQueen_Answers(t *testing.T) {
+	c := dialReal(t)
+	ctx := context.Background()
+
+	_, err := c.DescribeQueue(ctx, "nope")
+	require.ErrorIs(t, err, queen.ErrNotFound)
+	_, err = c.QueueStats(ctx, "nope")
+	require.ErrorIs(t, err, queen.ErrNotFound)
+
+	// Counts are those of the call, not of the server's last stats pass.
+	_, err = c.Push(ctx, []queen.PushItem{{Queue: "st", Payload: json.RawMessage(`1`)}, {Queue: "st", Payload: json.RawMessage(`2`)}})
+	require.NoError(t, err)
+	st, err := c.QueueStats(ctx, "st")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, st.Messages)
+	require.EqualValues(t, 2, st.Pending)
+	all, err := c.ListQueues(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, all[0].Messages)
+
+	// Partition seeks.
+	p := popReal(t, c, queen.PopRequest{Queue: "st", Group: "g", SubscriptionMode: queen.SubscriptionModeAll})
+	require.Len(t, p.Messages, 1)
+	_, err = c.SeekPartition(ctx, "g", "st", "nope", queen.SeekOptions{ToEnd: true})
+	require.ErrorIs(t, err, queen.ErrNotFound)
+	sr, err := c.SeekPartition(ctx, "g", "st", queen.DefaultPartition, queen.SeekOptions{ToEnd: true})
+	require.NoError(t, err)
+	require.Equal(t, 1, sr.PartitionsUpdated)
+
+	// Deleted queue.
+	_, err = c.DeleteQueue(ctx, "st")
+	require.NoError(t, err)
+	_, err = c.DescribeQueue(ctx, "st")
+	require.ErrorIs(t, err, queen.ErrNotFound)
+}
+
+// A pop Lease on Queen's server: shorter than the queue's is
+// ErrUnsupported with nothing popped, longer is reached by an extension.
+func TestRealQueen_PopLease(t *testing.T) {
+	c := dialReal(t)
+	ctx := context.Background()
+	cfg := queen.DefaultQueueConfig()
+	cfg.LeaseTime = 30 * time.Second
+	_, err := c.ConfigureQueue(ctx, "l", cfg)
+	require.NoError(t, err)
+	_, err = c.Push(ctx, []queen.PushItem{{Queue: "l", Payload: json.RawMessage(`1`)}})
+	require.NoError(t, err)
+	_, err = c.Pop(ctx, queen.PopRequest{Queue: "l", Lease: 10 * time.Second})
+	require.ErrorIs(t, err, queen.ErrUnsupported)
+	p := popReal(t, c, queen.PopRequest{Queue: "l", Lease: 10 * time.Minute})
+	require.Len(t, p.Messages, 1, "the refused pop took nothing")
+	// An extension by 1 s keeps the later expiry: the one the pop's Lease set.
+	exp, err := c.RenewLease(ctx, p.LeaseID, time.Second)
+	require.NoError(t, err)
+	require.WithinDuration(t, time.Now().Add(10*time.Minute), exp, 30*time.Second)
+}
+
+// A mixed ack batch on Queen's server: the failed message comes back and
+// spends the retry budget, then is dead-lettered, as in process.
+func TestRealQueen_MixedAckBatch(t *testing.T) {
+	c := dialReal(t)
+	ctx := context.Background()
+	cfg := queen.DefaultQueueConfig()
+	cfg.RetryLimit = 1
+	_, err := c.ConfigureQueue(ctx, "mix", cfg)
+	require.NoError(t, err)
+	_, err = c.Push(ctx, []queen.PushItem{{Queue: "mix", Payload: json.RawMessage(`1`)}, {Queue: "mix", Payload: json.RawMessage(`2`)},
+		{Queue: "mix", Payload: json.RawMessage(`3`)}})
+	require.NoError(t, err)
+	pop := func() []*queen.Message {
+		return popReal(t, c, queen.PopRequest{Queue: "mix", Group: "g", Batch: 10, SubscriptionMode: queen.SubscriptionModeAll}).Messages
+	}
+	ack := func(msgs []*queen.Message, sts ...queen.AckStatus) []queen.AckResult {
+		items := make([]queen.AckItem, len(msgs))
+		for i, m := range msgs {
+			items[i] = queen.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Group: "g", Status: sts[i]}
+		}
+		res, err := c.AckBatch(ctx, items)
+		require.NoError(t, err)
+		return res
+	}
+	msgs := pop()
+	require.Len(t, msgs, 3)
+	res := ack(msgs, queen.AckCompleted, queen.AckFailed, queen.AckCompleted)
+	for _, r := range res {
+		require.True(t, r.Success)
+		require.False(t, r.DeadLettered)
+	}
+	again := pop()
+	require.Len(t, again, 2, "2 and 3 come back")
+	require.Equal(t, "2", string(again[0].Payload))
+	res = ack(again, queen.AckFailed, queen.AckCompleted)
+	require.True(t, res[0].DeadLettered, "no retry left")
+	require.True(t, res[1].Success)
+	page, err := c.DeadLetters(ctx, queen.LetterFilter{Queue: "mix"})
+	require.NoError(t, err)
+	require.Len(t, page.Letters, 1)
+	require.Equal(t, "2", string(page.Letters[0].Payload))
+	require.Empty(t, popReal(t, c, queen.PopRequest{Queue: "mix", Group: "g", Batch: 10}).Messages)
 }
