@@ -284,3 +284,93 @@ func TestQueenServer_TransactionLimits(t *testing.T) {
 	var te *queen.TransactionError
 	require.False(t, errors.As(err, &te), "no one operation was refused")
 }
+
+// Two partitions in one ack call: the acks before each partition's first
+// failed one go in one batch, the failed one alone, and each partition
+// ends as in process.
+func TestQueenServer_MixedAckBatchTwoPartitions(t *testing.T) {
+	t.Parallel()
+	script := func(c queen.Client, b *queen.Broker) []string {
+		ctx := context.Background()
+		cfg := queen.DefaultQueueConfig()
+		cfg.RetryDelay = 0
+		_, err := b.ConfigureQueue(ctx, "two", cfg)
+		require.NoError(t, err)
+		for _, p := range []string{"a", "b"} {
+			_, err := b.Push(ctx, []queen.PushItem{{Queue: "two", Partition: p, Payload: json.RawMessage(`"` + p + `1"`)},
+				{Queue: "two", Partition: p, Payload: json.RawMessage(`"` + p + `2"`)}})
+			require.NoError(t, err)
+		}
+		var items []queen.AckItem
+		for _, p := range []string{"a", "b"} {
+			res, err := c.Pop(ctx, queen.PopRequest{Queue: "two", Partition: p, Group: "g", Batch: 2, SubscriptionMode: queen.SubscriptionModeAll})
+			require.NoError(t, err)
+			require.Len(t, res.Messages, 2)
+			for i, m := range res.Messages {
+				st := queen.AckCompleted
+				if p == "a" && i == 1 {
+					st = queen.AckFailed
+				}
+				items = append(items, queen.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Group: "g", Status: st})
+			}
+		}
+		res, err := c.AckBatch(ctx, items)
+		require.NoError(t, err)
+		var story []string
+		for _, r := range res {
+			story = append(story, r.Partition+" ok="+boolStr(r.Success)+" dlq="+boolStr(r.DeadLettered))
+		}
+		for _, p := range []string{"a", "b"} {
+			again, err := c.Pop(ctx, queen.PopRequest{Queue: "two", Partition: p, Group: "g", Batch: 2})
+			require.NoError(t, err)
+			s := p + " again:"
+			for _, m := range again.Messages {
+				s += " " + string(m.Payload)
+			}
+			story = append(story, s)
+		}
+		return story
+	}
+	b := queentest.NewBroker(t, nil)
+	want := script(b, b)
+	require.Equal(t, []string{"a ok=true dlq=false", "a ok=true dlq=false", "b ok=true dlq=false", "b ok=true dlq=false",
+		`a again: "a2"`, "b again:"}, want)
+	c, qs, fb := dialQueen(t, nil)
+	require.Equal(t, want, script(c, fb))
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	require.Len(t, qs.batches, 1, "a1, b1 and b2 together")
+	require.Len(t, qs.batches[0], 3)
+	require.Len(t, qs.singles, 1, "a2 alone")
+	require.Equal(t, "failed", qs.singles[0]["status"])
+}
+
+// One ack call for two groups: Queen's server reads a batch's group once
+// for all its items, so each group's items go in their own batch.
+func TestQueenServer_AckBatchTwoGroups(t *testing.T) {
+	t.Parallel()
+	c, qs, b := dialQueen(t, nil)
+	ctx := context.Background()
+	_, err := b.Push(ctx, []queen.PushItem{{Queue: "gg", Payload: json.RawMessage(`1`)}, {Queue: "gg", Payload: json.RawMessage(`2`)}})
+	require.NoError(t, err)
+	var items []queen.AckItem
+	for _, g := range []string{"g1", "g2"} {
+		res, err := c.Pop(ctx, queen.PopRequest{Queue: "gg", Group: g, Batch: 2, SubscriptionMode: queen.SubscriptionModeAll})
+		require.NoError(t, err)
+		require.Len(t, res.Messages, 2)
+		for _, m := range res.Messages {
+			items = append(items, queen.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Group: g})
+		}
+	}
+	res, err := c.AckBatch(ctx, items)
+	require.NoError(t, err)
+	for i, r := range res {
+		require.True(t, r.Success, "item %d: %v", i, r.Err)
+	}
+	st, err := b.QueueStats(ctx, "gg")
+	require.NoError(t, err)
+	require.Zero(t, st.Pending, "both groups settled both")
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	require.Len(t, qs.batches, 2, "one batch per group")
+}

@@ -196,7 +196,8 @@ func newQueenServer(t *testing.T, opts *queen.Options) (*queenServer, *queen.Bro
 
 // rewriteAcks records an ack request and, for a batch, applies as
 // completed each failed or retry item that a completed item of the same
-// partition and group follows, as Queen's server does.
+// partition and group follows, and reads every item's group from the
+// batch's (queue mode without one), as Queen's server does.
 func (qs *queenServer) rewriteAcks(t *testing.T, r *http.Request) {
 	data, err := io.ReadAll(r.Body)
 	require.NoError(t, err)
@@ -213,6 +214,12 @@ func (qs *queenServer) rewriteAcks(t *testing.T, r *http.Request) {
 	var batch []map[string]any
 	for i, it := range items {
 		it := it.(map[string]any)
+		// The batch's group stands for every item's (queue mode without it).
+		if g, ok := body["consumerGroup"]; ok {
+			it["consumerGroup"] = g
+		} else {
+			delete(it, "consumerGroup")
+		}
 		batch = append(batch, it)
 		if it["status"] != "failed" && it["status"] != "retry" {
 			continue
