@@ -665,7 +665,11 @@ type txReply struct {
 // transaction that Queen's database stops at its statement timeout (30 s
 // by default; 10,000 pushes took longer on a 2-core machine, 5,000 took
 // 8 s) is a [*ServerError] that says so and matches
-// [queen.ErrTransactionAborted]: nothing of it was applied.
+// [queen.ErrTransactionAborted]: nothing of it was applied. On Queen's
+// server an ack of status failed or retry in a transaction is
+// [queen.ErrUnsupported] before sending: that server dead-letters a
+// failed one at once, whatever the retry budget, and aborts on a retry
+// one; settle those with [Client.AckBatch].
 func (c *Client) ExecTransaction(ctx context.Context, ops []queen.TxOp) (*queen.TxResult, error) {
 	if len(ops) == 0 {
 		return nil, &queen.ArgumentError{Field: "ops", Reason: "must not be empty"}
@@ -709,6 +713,11 @@ func (c *Client) ExecTransaction(ctx context.Context, ops []queen.TxOp) (*queen.
 			return nil, &queen.ArgumentError{Field: fmt.Sprintf("ops[%d]", i), Reason: "must hold exactly one of Ack and Push"}
 		}
 	}
+	if c.serverKind(ctx) == ServerQueen {
+		if err := failedInTx(ops); err != nil {
+			return nil, err
+		}
+	}
 	var out txReply
 	r := &request{op: "transaction", method: http.MethodPost, path: "/api/v1/transaction", body: map[string]any{"operations": wire}}
 	if err := c.call(ctx, r, &out); err != nil {
@@ -724,7 +733,7 @@ func (c *Client) ExecTransaction(ctx context.Context, ops []queen.TxOp) (*queen.
 			}
 			ar := &queen.AckResult{TransactionID: firstOf(o.TransactionID, ops[i].Ack.TransactionID), Queue: o.QueueName,
 				Partition: o.PartitionName, Success: o.Success && out.Success, LeaseReleased: o.LeaseReleased && out.Success,
-				DeadLettered: o.DLQ != nil && *o.DLQ, Parked: o.Parked}
+				DeadLettered: o.DLQ != nil && *o.DLQ && out.Success, Parked: o.Parked && out.Success} // an aborted one changed nothing
 			if text := either(o.Error, nil); text != "" {
 				ar.Success, ar.Err = false, ackError(text)
 			}

@@ -147,3 +147,19 @@ func sameGroup(w []ackJSON) bool {
 	}
 	return true
 }
+
+// failedInTx refuses, for Queen's server, a transaction with an ack of
+// status failed or retry. That server dead-letters a failed ack in a
+// transaction at once, whatever retry budget is left, and aborts a
+// transaction holding a retry ack ("Unknown error"); a later ack of the
+// same partition fails under the lease a failed one released. Settle
+// such messages with [Client.AckBatch] instead.
+func failedInTx(ops []queen.TxOp) error {
+	for i, o := range ops {
+		if o.Ack != nil && comesBack(string(o.Ack.Status)) {
+			return fmt.Errorf("%w: an ack of status %s in a transaction (ops[%d]) on Queen's server, which dead-letters a failed one at once and aborts on a retry one: use AckBatch",
+				queen.ErrUnsupported, o.Ack.Status, i)
+		}
+	}
+	return nil
+}

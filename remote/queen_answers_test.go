@@ -374,3 +374,27 @@ func TestQueenServer_AckBatchTwoGroups(t *testing.T) {
 	defer qs.mu.Unlock()
 	require.Len(t, qs.batches, 2, "one batch per group")
 }
+
+// A transaction with a failed or retry ack is ErrUnsupported on Queen's
+// server before sending (it would dead-letter the failed message at once,
+// or abort); one of completed and dlq acks runs.
+func TestQueenServer_TransactionFailedAck(t *testing.T) {
+	t.Parallel()
+	c, _, b := dialQueen(t, nil)
+	ctx := context.Background()
+	_, err := c.Push(ctx, []queen.PushItem{{Queue: "txf", Payload: json.RawMessage(`1`)}, {Queue: "txf", Payload: json.RawMessage(`2`)}})
+	require.NoError(t, err)
+	msgs, err := c.Queue("txf").Batch(2).Wait(false).Pop(ctx)
+	require.NoError(t, err)
+	require.Len(t, msgs, 2)
+	for _, st := range []queen.AckStatus{queen.AckFailed, queen.AckRetry} {
+		_, err = c.Transaction().Ack(msgs[0], queen.AckCompleted, queen.AckOptions{}).Ack(msgs[1], st, queen.AckOptions{}).Commit(ctx)
+		require.ErrorIs(t, err, queen.ErrUnsupported, st)
+	}
+	st, err := b.QueueStats(ctx, "txf")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, st.InFlight, "nothing was sent")
+	tx, err := c.Transaction().Ack(msgs[0], queen.AckCompleted, queen.AckOptions{}).Ack(msgs[1], queen.AckDLQ, queen.AckOptions{}).Commit(ctx)
+	require.NoError(t, err)
+	require.True(t, tx.Results[1].Ack.DeadLettered)
+}

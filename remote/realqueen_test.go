@@ -211,3 +211,28 @@ func TestRealQueen_MixedAckBatch(t *testing.T) {
 	require.Equal(t, "2", string(page.Letters[0].Payload))
 	require.Empty(t, popReal(t, c, queen.PopRequest{Queue: "mix", Group: "g", Batch: 10}).Messages)
 }
+
+// On Queen's server a transaction with a failed or retry ack is
+// ErrUnsupported, unsent (Queen dead-letters the failed one at once, or
+// aborts); completed and dlq acks in a transaction work.
+func TestRealQueen_TransactionFailedAck(t *testing.T) {
+	c := dialReal(t)
+	ctx := context.Background()
+	_, err := c.Push(ctx, []queen.PushItem{{Queue: "txf", Payload: json.RawMessage(`1`)}, {Queue: "txf", Payload: json.RawMessage(`2`)}})
+	require.NoError(t, err)
+	msgs := popReal(t, c, queen.PopRequest{Queue: "txf", Batch: 2}).Messages
+	require.Len(t, msgs, 2)
+	for _, st := range []queen.AckStatus{queen.AckFailed, queen.AckRetry} {
+		_, err = c.Transaction().Ack(msgs[0], queen.AckCompleted, queen.AckOptions{}).Ack(msgs[1], st, queen.AckOptions{}).Commit(ctx)
+		require.ErrorIs(t, err, queen.ErrUnsupported, st)
+	}
+	tx, err := c.Transaction().Ack(msgs[0], queen.AckCompleted, queen.AckOptions{}).Ack(msgs[1], queen.AckDLQ, queen.AckOptions{Error: "bad"}).
+		Commit(ctx)
+	require.NoError(t, err)
+	require.True(t, tx.Results[1].Ack.DeadLettered)
+	page, err := c.DeadLetters(ctx, queen.LetterFilter{Queue: "txf"})
+	require.NoError(t, err)
+	require.Len(t, page.Letters, 1)
+	require.Equal(t, "bad", page.Letters[0].Error)
+	require.Empty(t, popReal(t, c, queen.PopRequest{Queue: "txf", Batch: 2}).Messages)
+}

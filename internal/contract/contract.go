@@ -120,7 +120,7 @@ func (e *env) advance(d time.Duration) {
 	if e.b.Server != "" {
 		e.t.Skipf("moves the broker's fake clock (by %v), which %s does not follow", d, e.b.Server)
 	}
-	e.advance(d)
+	e.clock.Advance(d)
 }
 
 // frozen reports whether the broker's clock is the fake one, which stands
