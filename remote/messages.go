@@ -540,7 +540,7 @@ func (c *Client) AckBatch(ctx context.Context, items []queen.AckItem) ([]queen.A
 	}
 	var out []ackResultJSON
 	var err error
-	if c.serverKind(ctx) == ServerQueen && len(items) > 1 {
+	if len(items) > 1 && c.serverKind(ctx) == ServerQueen {
 		out, err = c.queenAcks(ctx, wire)
 	} else {
 		out, err = c.postAcks(ctx, wire)
@@ -713,10 +713,8 @@ func (c *Client) ExecTransaction(ctx context.Context, ops []queen.TxOp) (*queen.
 			return nil, &queen.ArgumentError{Field: fmt.Sprintf("ops[%d]", i), Reason: "must hold exactly one of Ack and Push"}
 		}
 	}
-	if c.serverKind(ctx) == ServerQueen {
-		if err := failedInTx(ops); err != nil {
-			return nil, err
-		}
+	if err := failedInTx(ops); err != nil && c.serverKind(ctx) == ServerQueen { // asks the server only then
+		return nil, err
 	}
 	var out txReply
 	r := &request{op: "transaction", method: http.MethodPost, path: "/api/v1/transaction", body: map[string]any{"operations": wire}}

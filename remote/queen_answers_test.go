@@ -398,3 +398,27 @@ func TestQueenServer_TransactionFailedAck(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, tx.Results[1].Ack.DeadLettered)
 }
+
+// An aborted transaction changed nothing: an ack the server marked dlq
+// before the abort is not reported dead-lettered.
+func TestQueenServer_AbortedTransactionDeadLettersNothing(t *testing.T) {
+	t.Parallel()
+	c, _ := rawQueen(t, `{"success":false,"error":"ACK operation failed: Invalid or expired lease","results":[`+
+		`{"type":"ack","success":true,"transactionId":"a","dlq":true},{"type":"ack","success":false,"transactionId":"b","error":"Invalid or expired lease"}]}`)
+	_, err := c.ExecTransaction(context.Background(), []queen.TxOp{
+		{Ack: &queen.AckItem{TransactionID: "a", PartitionID: "p", Status: queen.AckDLQ}},
+		{Ack: &queen.AckItem{TransactionID: "b", PartitionID: "p"}},
+	})
+	var te *queen.TransactionError
+	require.True(t, errors.As(err, &te), "%v", err)
+	require.ErrorIs(t, err, queen.ErrLeaseExpired)
+	require.Equal(t, 1, te.Index)
+	res, _ := c.ExecTransaction(context.Background(), []queen.TxOp{
+		{Ack: &queen.AckItem{TransactionID: "a", PartitionID: "p", Status: queen.AckDLQ}},
+		{Ack: &queen.AckItem{TransactionID: "b", PartitionID: "p"}},
+	})
+	require.NotNil(t, res)
+	require.NotNil(t, res.Results[0].Ack)
+	require.False(t, res.Results[0].Ack.DeadLettered, "rolled back")
+	require.False(t, res.Results[0].Ack.Success, "rolled back")
+}
