@@ -65,6 +65,17 @@ func TestQueenServer_SeekPartition(t *testing.T) {
 	require.Empty(t, empty, "the cursor is at the end")
 }
 
+// leaseQueue makes queue "l", leasing for 30 s, with one message.
+func leaseQueue(t *testing.T, c queen.Client) {
+	ctx := context.Background()
+	cfg := queen.DefaultQueueConfig()
+	cfg.LeaseTime = 30 * time.Second
+	_, err := c.ConfigureQueue(ctx, "l", cfg)
+	require.NoError(t, err)
+	_, err = c.Push(ctx, []queen.PushItem{{Queue: "l", Payload: json.RawMessage(`1`)}})
+	require.NoError(t, err)
+}
+
 // Queen's server leases a pop for the queue's LeaseTime whatever the
 // pop's Lease: a longer Lease is reached by extending the lease after the
 // pop, a shorter one is ErrUnsupported with nothing popped.
@@ -73,14 +84,9 @@ func TestQueenServer_PopLease(t *testing.T) {
 	clock := itest.NewClock()
 	c, _, b := dialQueen(t, &queen.Options{Clock: clock})
 	ctx := context.Background()
-	cfg := queen.DefaultQueueConfig()
-	cfg.LeaseTime = 30 * time.Second
-	_, err := c.ConfigureQueue(ctx, "l", cfg)
-	require.NoError(t, err)
-	_, err = c.Push(ctx, []queen.PushItem{{Queue: "l", Payload: json.RawMessage(`1`)}})
-	require.NoError(t, err)
+	leaseQueue(t, c)
 
-	_, err = c.Queue("l").Lease(10 * time.Second).Wait(false).Pop(ctx)
+	_, err := c.Queue("l").Lease(10 * time.Second).Wait(false).Pop(ctx)
 	require.ErrorIs(t, err, queen.ErrUnsupported, "the server would hold it 30 s")
 	st, err := b.QueueStats(ctx, "l")
 	require.NoError(t, err)
@@ -108,7 +114,7 @@ func TestQueenServer_PopLease(t *testing.T) {
 
 // ackScript pops the same three messages of one partition from c and
 // settles them in two mixed batches; it returns what each step showed.
-func ackScript(t *testing.T, c queen.Client, b *queen.Broker) []string {
+func ackScript(t *testing.T, c, b queen.Client) []string {
 	ctx := context.Background()
 	cfg := queen.DefaultQueueConfig()
 	cfg.RetryLimit = 1
@@ -138,7 +144,10 @@ func ackScript(t *testing.T, c queen.Client, b *queen.Broker) []string {
 		}
 	}
 	pop := func() []*queen.Message {
-		msgs, err := c.Pop(ctx, queen.PopRequest{Queue: "mix", Group: "g", Batch: 10, SubscriptionMode: queen.SubscriptionModeAll})
+		// Waiting (briefly): Queen's own server may not see a new
+		// partition for a moment after the push.
+		msgs, err := c.Pop(ctx, queen.PopRequest{Queue: "mix", Group: "g", Batch: 10, SubscriptionMode: queen.SubscriptionModeAll,
+			Wait: true, Timeout: 300 * time.Millisecond})
 		require.NoError(t, err)
 		note(msgs.Messages)
 		return msgs.Messages

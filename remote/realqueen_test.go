@@ -12,6 +12,7 @@ import (
 
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/internal/contract"
+	"github.com/queenlite/queen/queentest"
 	"github.com/queenlite/queen/remote"
 	"github.com/stretchr/testify/require"
 )
@@ -152,13 +153,8 @@ func TestRealQueen_Answers(t *testing.T) {
 func TestRealQueen_PopLease(t *testing.T) {
 	c := dialReal(t)
 	ctx := context.Background()
-	cfg := queen.DefaultQueueConfig()
-	cfg.LeaseTime = 30 * time.Second
-	_, err := c.ConfigureQueue(ctx, "l", cfg)
-	require.NoError(t, err)
-	_, err = c.Push(ctx, []queen.PushItem{{Queue: "l", Payload: json.RawMessage(`1`)}})
-	require.NoError(t, err)
-	_, err = c.Pop(ctx, queen.PopRequest{Queue: "l", Lease: 10 * time.Second})
+	leaseQueue(t, c)
+	_, err := c.Pop(ctx, queen.PopRequest{Queue: "l", Lease: 10 * time.Second})
 	require.ErrorIs(t, err, queen.ErrUnsupported)
 	p := popReal(t, c, queen.PopRequest{Queue: "l", Lease: 10 * time.Minute})
 	require.Len(t, p.Messages, 1, "the refused pop took nothing")
@@ -168,48 +164,14 @@ func TestRealQueen_PopLease(t *testing.T) {
 	require.WithinDuration(t, time.Now().Add(10*time.Minute), exp, 30*time.Second)
 }
 
-// A mixed ack batch on Queen's server: the failed message comes back and
-// spends the retry budget, then is dead-lettered, as in process.
+// A mixed ack batch on Queen's server tells the same story as on a
+// broker (see ackScript): the failed message comes back and spends the
+// retry budget, then is dead-lettered; the completed one behind it comes
+// back with it.
 func TestRealQueen_MixedAckBatch(t *testing.T) {
 	c := dialReal(t)
-	ctx := context.Background()
-	cfg := queen.DefaultQueueConfig()
-	cfg.RetryLimit = 1
-	_, err := c.ConfigureQueue(ctx, "mix", cfg)
-	require.NoError(t, err)
-	_, err = c.Push(ctx, []queen.PushItem{{Queue: "mix", Payload: json.RawMessage(`1`)}, {Queue: "mix", Payload: json.RawMessage(`2`)},
-		{Queue: "mix", Payload: json.RawMessage(`3`)}})
-	require.NoError(t, err)
-	pop := func() []*queen.Message {
-		return popReal(t, c, queen.PopRequest{Queue: "mix", Group: "g", Batch: 10, SubscriptionMode: queen.SubscriptionModeAll}).Messages
-	}
-	ack := func(msgs []*queen.Message, sts ...queen.AckStatus) []queen.AckResult {
-		items := make([]queen.AckItem, len(msgs))
-		for i, m := range msgs {
-			items[i] = queen.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Group: "g", Status: sts[i]}
-		}
-		res, err := c.AckBatch(ctx, items)
-		require.NoError(t, err)
-		return res
-	}
-	msgs := pop()
-	require.Len(t, msgs, 3)
-	res := ack(msgs, queen.AckCompleted, queen.AckFailed, queen.AckCompleted)
-	for _, r := range res {
-		require.True(t, r.Success)
-		require.False(t, r.DeadLettered)
-	}
-	again := pop()
-	require.Len(t, again, 2, "2 and 3 come back")
-	require.Equal(t, "2", string(again[0].Payload))
-	res = ack(again, queen.AckFailed, queen.AckCompleted)
-	require.True(t, res[0].DeadLettered, "no retry left")
-	require.True(t, res[1].Success)
-	page, err := c.DeadLetters(ctx, queen.LetterFilter{Queue: "mix"})
-	require.NoError(t, err)
-	require.Len(t, page.Letters, 1)
-	require.Equal(t, "2", string(page.Letters[0].Payload))
-	require.Empty(t, popReal(t, c, queen.PopRequest{Queue: "mix", Group: "g", Batch: 10}).Messages)
+	b := queentest.NewBroker(t, nil)
+	require.Equal(t, ackScript(t, b, b), ackScript(t, c, c))
 }
 
 // On Queen's server a transaction with a failed or retry ack is
