@@ -223,21 +223,41 @@ func nOf(m *queen.Message) int {
 	return int(f)
 }
 
-// popAll pops without waiting.
-// On a Server, an empty pop is tried again for a second: Queen's own
-// server may not see a partition for a moment after the push that made it.
+// pop pops without waiting.
 func (e *env) pop(b *queen.QueueBuilder) []*queen.Message {
 	e.t.Helper()
-	msgs, err := b.Wait(false).Pop(e.ctx)
-	for end := time.Now().Add(time.Second); err == nil && len(msgs) == 0 && e.b.Server != "" && time.Now().Before(end); {
-		time.Sleep(50 * time.Millisecond) // polling another process's state: no event to wait for
-		msgs, err = b.Wait(false).Pop(e.ctx)
-	}
+	msgs, err := e.again(func() ([]*queen.Message, error) { return b.Wait(false).Pop(e.ctx) })
 	if errors.Is(err, queen.ErrUnsupported) {
 		e.unsupported(ShortPopLease, err)
 	}
 	require.NoError(e.t, err)
 	return msgs
+}
+
+// popReq is pop for a PopRequest (not waiting).
+func (e *env) popReq(req queen.PopRequest) []*queen.Message {
+	e.t.Helper()
+	msgs, err := e.again(func() ([]*queen.Message, error) {
+		res, err := e.c.Pop(e.ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return res.Messages, nil
+	})
+	require.NoError(e.t, err)
+	return msgs
+}
+
+// again runs pop, and on a Server runs it again for up to a second while
+// it finds nothing: Queen's own server may not see a partition for a
+// moment after the push that made it.
+func (e *env) again(pop func() ([]*queen.Message, error)) ([]*queen.Message, error) {
+	msgs, err := pop()
+	for end := time.Now().Add(time.Second); err == nil && len(msgs) == 0 && e.b.Server != "" && time.Now().Before(end); {
+		time.Sleep(50 * time.Millisecond) // polling another process's state: no event to wait for
+		msgs, err = pop()
+	}
+	return msgs, err
 }
 
 func (e *env) ackAll(msgs []*queen.Message) {
@@ -389,16 +409,12 @@ func testCommitOnDelivery(e *env) {
 		func() []*queen.Message {
 			req := base
 			req.CommitOnDelivery = true
-			res, err := e.c.Pop(e.ctx, req)
-			require.NoError(t, err)
-			return res.Messages
+			return e.popReq(req)
 		},
 		func() []*queen.Message {
 			req := base
 			req.AutoAck = true //nolint:staticcheck // the deprecated name must keep working
-			res, err := e.c.Pop(e.ctx, req)
-			require.NoError(t, err)
-			return res.Messages
+			return e.popReq(req)
 		},
 		func() []*queen.Message {
 			return e.pop(e.c.Queue("live").Group("g").Autopilot(false).CommitOnDelivery(true))
