@@ -409,6 +409,7 @@ func (h *handler) routes(publicMetrics bool) {
 	h.handle("POST /api/v1/system/maintenance", AccessAdmin, h.setMaintenance)
 	h.handle("GET /api/v1/system/maintenance/pop", AccessAdmin, h.getPopMaintenance)
 	h.handle("POST /api/v1/system/maintenance/pop", AccessAdmin, h.setPopMaintenance)
+	h.handle("GET /api/v1/system/backup", AccessAdmin, h.backup)
 
 	h.handle("POST /api/v1/traces", AccessReadWrite, h.recordTrace)
 	h.handle("GET /api/v1/traces/names", AccessReadOnly, h.traceNames)
