@@ -146,7 +146,9 @@
 // partition and group: the acks before the first failed or retry one
 // together, then that one alone, and none behind one that gave the batch
 // back), so the retry budget and the dead-letter store behave as in
-// process. docs/remote.md lists what was measured against that server.
+// process; a transaction with a failed or retry ack, which Queen would
+// dead-letter at once or abort, is [queen.ErrUnsupported]. docs/remote.md
+// lists what was measured against that server.
 // The client learns which server it talks to from GET /health, once, when
 // a call first depends on it, never from the shape of other answers;
 // [Options.Server] can say it instead.
