@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -136,10 +137,20 @@ func (c *Client) statusQueue(ctx context.Context, name string) (*statusQueueJSON
 	if name == "" {
 		return nil, &queen.ArgumentError{Field: "name", Reason: "must not be empty"}
 	}
-	var out statusQueueJSON
 	r := &request{op: "describe queue", method: http.MethodGet, path: pathOf("/api/v1/status/queues/", name), safe: true}
-	if err := c.call(ctx, r, &out); err != nil {
+	a, err := c.send(ctx, r)
+	if err != nil {
 		return nil, err
+	}
+	if a.status < 200 || a.status > 299 {
+		return nil, c.errorFor(r, a)
+	}
+	if err := errorIn(r.op, a.body, "Queue not found"); err != nil { // Queen's server: 200 {"error":"Queue not found"}
+		return nil, err
+	}
+	var out statusQueueJSON
+	if err := json.Unmarshal(a.body, &out); err != nil {
+		return nil, &TransportError{Op: r.op, URL: c.redacted(r), Err: fmt.Errorf("answer is not a queue's status: %w", err)}
 	}
 	return &out, nil
 }
@@ -164,7 +175,9 @@ func (s *statusQueueJSON) info() *queen.QueueInfo {
 }
 
 // DescribeQueue describes a queue, as [queen.Broker.DescribeQueue]. An
-// unknown queue is [queen.ErrNotFound].
+// unknown queue is [queen.ErrNotFound] (Queen's server says so with a 200
+// carrying {"error":"Queue not found"}). Queen's server stores MaxSize but
+// never enforces it.
 func (c *Client) DescribeQueue(ctx context.Context, name string) (*queen.QueueInfo, error) {
 	s, err := c.statusQueue(ctx, name)
 	if err != nil {
@@ -177,8 +190,15 @@ func (c *Client) DescribeQueue(ctx context.Context, name string) (*queen.QueueIn
 // [queen.Broker.QueueStats], without per-partition cursors (Cursors is
 // nil). The counts are the broker's, as the server sends them. Against
 // Queen's server, which sends only its counters, they are read from those
-// (see the package doc), and FirstOffset and NextOffset are zero.
+// (see the package doc), and FirstOffset and NextOffset are zero. Those
+// counters live in a table that server refreshes in the background (every
+// 10 s): the call first asks it to refresh them (one of its admin routes,
+// see [Client.ListQueues]), so that they are those of the call, not old
+// ones.
 func (c *Client) QueueStats(ctx context.Context, name string) (*queen.QueueStats, error) {
+	if err := c.liveCounts(ctx); err != nil {
+		return nil, err
+	}
 	s, err := c.statusQueue(ctx, name)
 	if err != nil {
 		return nil, err
@@ -197,7 +217,13 @@ func (c *Client) QueueStats(ctx context.Context, name string) (*queen.QueueStats
 // ListQueues describes every queue by name, as [queen.Broker.ListQueues];
 // each Config holds only the labels and Priority. The counts are read as in
 // [Client.QueueStats]. Against Queen's server, whose listing has neither,
-// DefaultPartitionID and Groups are empty.
+// DefaultPartitionID and Groups are empty, and the counts are those of the
+// call: it first asks that server to refresh its stats table (POST
+// /api/v1/stats/refresh, an admin route: a token without that right is a
+// [*ServerError] 403); while another server over the same database runs
+// its own refresh, that one is awaited, and one that never ends is an
+// error matching [queen.ErrUnavailable], never counts that may be up to 2
+// minutes old.
 func (c *Client) ListQueues(ctx context.Context) ([]queen.QueueStats, error) {
 	var out struct {
 		Queues []struct {
@@ -214,6 +240,9 @@ func (c *Client) ListQueues(ctx context.Context) ([]queen.QueueStats, error) {
 			DefaultPartitionID string   `json:"defaultPartitionId"`
 			Groups             []string `json:"groups"`
 		} `json:"queues"`
+	}
+	if err := c.liveCounts(ctx); err != nil {
+		return nil, err
 	}
 	r := &request{op: "list queues", method: http.MethodGet, path: "/api/v1/resources/queues", safe: true}
 	if err := c.call(ctx, r, &out); err != nil {
@@ -307,7 +336,6 @@ func (c *Client) missingRoute(what, ours string) func(string) error {
 		if msg == ours {
 			return notFound(msg)
 		}
-		c.learn(ServerQueen)
 		return fmt.Errorf("%w: %s (the server has no such route)", queen.ErrUnsupported, what)
 	}
 }
@@ -350,7 +378,9 @@ func (c *Client) SeekGroup(ctx context.Context, group, queue string, opts queen.
 // [queen.Broker.SeekPartition]; the API has no seek of one partition to a
 // time, so opts with a Timestamp (and not ToEnd) is
 // [queen.ErrUnsupported]. An unknown partition is [queen.ErrNotFound], a
-// group that never popped the queue [queen.ErrGroupNotFound].
+// group that never popped the queue [queen.ErrGroupNotFound]. Queen's
+// server, which has no offsets, reports where the cursor went as a time:
+// CursorMovedTo is zero there.
 func (c *Client) SeekPartition(ctx context.Context, group, queue, partition string, opts queen.SeekOptions) (*queen.SeekResult, error) {
 	if partition == "" {
 		return nil, &queen.ArgumentError{Field: "partition", Reason: "must not be empty"}
@@ -359,20 +389,37 @@ func (c *Client) SeekPartition(ctx context.Context, group, queue, partition stri
 		return nil, fmt.Errorf("%w: seeking one partition to a time over HTTP", queen.ErrUnsupported)
 	}
 	group = wireGroup(group)
-	var out struct {
-		Updated       bool  `json:"updated"`
-		CursorMovedTo int64 `json:"cursorMovedTo"`
-	}
 	r := &request{op: "seek partition", method: http.MethodPost,
 		path: pathOf("/api/v1/consumer-groups/", group, "/queues/", queue, "/partitions/", partition, "/seek"), body: map[string]any{}, safe: true}
-	if err := c.call(ctx, r, &out); err != nil {
-		var se *ServerError // Queen's server answers 500 "Partition not found"
+	a, err := c.send(ctx, r)
+	if err == nil && (a.status < 200 || a.status > 299) {
+		err = c.errorFor(r, a)
+	}
+	if err == nil { // Queen's server: 200 {"success":false,"error":"Partition not found"}
+		err = errorIn(r.op, a.body, "Partition not found")
+	}
+	if err != nil {
+		var se *ServerError // an older Queen answers 500 "Partition not found"
 		if errors.As(err, &se) && se.Message == "Partition not found" {
-			return nil, queen.ErrNotFound
+			return nil, fmt.Errorf("%w: Partition not found", queen.ErrNotFound)
 		}
 		return nil, err
 	}
-	res := &queen.SeekResult{CursorMovedTo: out.CursorMovedTo}
+	var out struct {
+		Updated bool `json:"updated"`
+		// An offset from cmd/queen; Queen's server sends the time of the
+		// message the cursor is now at, which a SeekResult has no field for.
+		CursorMovedTo json.RawMessage `json:"cursorMovedTo"`
+	}
+	if err := json.Unmarshal(a.body, &out); err != nil {
+		return nil, &TransportError{Op: r.op, URL: c.redacted(r), Err: fmt.Errorf("answer is not a seek result: %w", err)}
+	}
+	res := &queen.SeekResult{}
+	if len(out.CursorMovedTo) > 0 && out.CursorMovedTo[0] != '"' && string(out.CursorMovedTo) != "null" {
+		if err := json.Unmarshal(out.CursorMovedTo, &res.CursorMovedTo); err != nil {
+			return nil, &TransportError{Op: r.op, URL: c.redacted(r), Err: fmt.Errorf("cursorMovedTo is neither an offset nor a time: %w", err)}
+		}
+	}
 	if out.Updated {
 		res.PartitionsUpdated = 1
 	}
@@ -381,7 +428,12 @@ func (c *Client) SeekPartition(ctx context.Context, group, queue, partition stri
 
 // ListGroups describes consumer groups (only group when not empty), as
 // [queen.Broker.ListGroups], without Consumed, LastAckAt and
-// OldestPendingAt.
+// OldestPendingAt. Queen's server does not send a group's subscription
+// mode, start time, join time, lag in messages, in-flight messages or live
+// leases: Mode is "", From and JoinedAt are zero, and Lag, InFlight and
+// ActiveLeases are 0 there, which says nothing about the group (read
+// PartitionsWithLag, which it does send). Partitions counts the cursors
+// it has.
 func (c *Client) ListGroups(ctx context.Context, group string) ([]queen.GroupStats, error) {
 	var out []struct {
 		Name                  string  `json:"name"`
@@ -397,10 +449,20 @@ func (c *Client) ListGroups(ctx context.Context, group string) ([]queen.GroupSta
 		Conflation            bool    `json:"conflation"`
 	}
 	r := &request{op: "list groups", method: http.MethodGet, path: "/api/v1/consumer-groups", safe: true}
-	if err := c.call(ctx, r, &out); err != nil {
+	a, err := c.send(ctx, r)
+	if err != nil {
 		return nil, err
 	}
+	if a.status < 200 || a.status > 299 {
+		return nil, c.errorFor(r, a)
+	}
 	gs := []queen.GroupStats{}
+	if len(bytes.TrimSpace(a.body)) == 0 { // Queen's server with no group at all: 200 and no body
+		return gs, nil
+	}
+	if err := json.Unmarshal(a.body, &out); err != nil {
+		return nil, &TransportError{Op: r.op, URL: c.redacted(r), Err: fmt.Errorf("answer 200 is not a list of groups: %w", err)}
+	}
 	for _, g := range out {
 		if group != "" && g.Name != group {
 			continue
@@ -519,8 +581,6 @@ func (c *Client) letters(ctx context.Context, parked bool, f queen.LetterFilter)
 	page := &queen.LetterPage{Letters: make([]queen.DeadLetter, len(out.Messages))}
 	if out.Total != nil {
 		page.Total = *out.Total
-	} else {
-		c.learn(ServerQueen)
 	}
 	for i, l := range out.Messages {
 		page.Letters[i] = queen.DeadLetter{ID: firstOf(l.ParkedID, l.DeadLetterID), MessageID: l.ID, TransactionID: l.TransactionID,

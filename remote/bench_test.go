@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/queenlite/queen"
@@ -14,7 +15,9 @@ import (
 
 // The same calls in process (a broker on disk, fsync on every commit) and
 // over HTTP to cmd/queen in a child process (its defaults: fsync on every
-// commit), so the cost of the remote hop reads off one run:
+// commit), so the cost of the remote hop reads off one run; with
+// QUEEN_REAL_URL set (see realqueen_test.go), the same calls through
+// package remote to Queen's own server too (rows "realqueen"):
 //
 //	go test -run '^$' -bench . -benchtime 2000x ./remote
 
@@ -28,10 +31,22 @@ func benchClients(b *testing.B) []struct {
 	rc, err := remote.Dial(startQueen(b), nil)
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = rc.Close() })
-	return []struct {
+	clients := []struct {
 		name string
 		c    queen.Client
 	}{{"inprocess", broker}, {"remote", rc}}
+	if os.Getenv("QUEEN_REAL_URL") != "" { // and Queen's own server, emptied first (see realqueen_test.go)
+		url, reset := realQueen(b)
+		reset(b)
+		qc, err := remote.Dial(url, nil)
+		require.NoError(b, err)
+		b.Cleanup(func() { _ = qc.Close() })
+		clients = append(clients, struct {
+			name string
+			c    queen.Client
+		}{"realqueen", qc})
+	}
+	return clients
 }
 
 var benchPayload = json.RawMessage(`{"id":12345,"customer":"c-42","items":[{"sku":"A-1","qty":2}],"note":"` +

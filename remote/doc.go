@@ -133,9 +133,25 @@
 // counters there: Messages is total, InFlight processing, and Pending
 // pending + processing but never more than Messages, which is the
 // broker's Pending unless several groups lease the same messages (the
-// counters cannot say it then); cmd/queen sends the broker's own counts. The client learns which server it talks to from
-// GET /health, once, when a call first depends on it; [Options.Server]
-// can say it instead.
+// counters cannot say it then); cmd/queen sends the broker's own counts.
+// Queen keeps those counters in a table it refreshes in the background, so
+// QueueStats and ListQueues first ask it to refresh them: the counts are
+// those of the call. Where Queen's answers mean something other than ours
+// the client reads them for what they mean: an error sent with 200 (an
+// unknown queue, an unknown partition's seek) is the error; a pop's Lease,
+// which Queen ignores, is reached by extending the lease after the pop,
+// or is [queen.ErrUnsupported] when shorter than the queue's LeaseTime; a
+// batch ack mixing failed or retry items with completed ones, which Queen
+// would apply so that the failed message is lost, is sent in parts (per
+// partition and group: the acks before the first failed or retry one
+// together, then that one alone, and none behind one that gave the batch
+// back), so the retry budget and the dead-letter store behave as in
+// process; a transaction with a failed or retry ack, which Queen would
+// dead-letter at once or abort, is [queen.ErrUnsupported]. docs/remote.md
+// lists what was measured against that server.
+// The client learns which server it talks to from GET /health, once, when
+// a call first depends on it, never from the shape of other answers;
+// [Options.Server] can say it instead.
 //
 // # What the remote API does not carry
 //

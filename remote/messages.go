@@ -126,6 +126,9 @@ func wireItems(items []queen.PushItem, field func(i int) string) ([]pushItemJSON
 // [queen.ErrQueueFull] for a full queue); against Queen's server, which
 // does not name them, its PartitionID is empty and its TraceID the item's.
 func (c *Client) Push(ctx context.Context, items []queen.PushItem) ([]queen.PushResult, error) {
+	if len(items) > queen.MaxPushItems { // refused here: Queen's server has no such cap
+		return nil, fmt.Errorf("%w: a push takes at most %d items (queen.MaxPushItems), not %d", queen.ErrTooLarge, queen.MaxPushItems, len(items))
+	}
 	wire, err := wireItems(items, func(i int) string { return "PushItem[" + strconv.Itoa(i) + "]" })
 	if err != nil {
 		return nil, err
@@ -143,9 +146,6 @@ func (c *Client) Push(ctx context.Context, items []queen.PushItem) ([]queen.Push
 	req := &request{op: "push", method: http.MethodPost, path: "/api/v1/push"}
 	if a.status < 200 || a.status > 299 {
 		return nil, c.errorFor(req, a)
-	}
-	if a.status == http.StatusOK {
-		c.learn(ServerQueen) // cmd/queen answers 201
 	}
 	if err := json.Unmarshal(a.body, &out); err != nil {
 		return nil, &TransportError{Op: "push", URL: c.redacted(req), Err: fmt.Errorf("answer is not a list of results: %w", err)}
@@ -313,7 +313,12 @@ func waitOf(req *queen.PopRequest) time.Duration {
 // carry no Offset nor DeliveryAttempt (zero). A Lease travels as Queen's
 // leaseSeconds, whole seconds: one between two seconds is rounded up (a
 // 1.5 s lease holds the messages 2 s); one under a second is refused with
-// an [*queen.ArgumentError] before sending, as by a Broker.
+// an [*queen.ArgumentError] before sending, as by a Broker. Queen's server
+// ignores leaseSeconds and leases for the queue's LeaseTime, so there a
+// pop with a Lease first reads that LeaseTime: a longer Lease is reached
+// by extending the lease right after the pop, and a shorter one (which
+// an extension cannot reach) is [queen.ErrUnsupported], as is a Lease on
+// a discovery pop; the messages are never held longer than asked.
 func (c *Client) Pop(ctx context.Context, req queen.PopRequest) (*queen.PopResult, error) {
 	path, q, err := popQuery(&req)
 	if err != nil {
@@ -321,6 +326,12 @@ func (c *Client) Pop(ctx context.Context, req queen.PopRequest) (*queen.PopResul
 	}
 	if req.Conflation {
 		if err := c.unsupportedOn(ctx, "conflation"); err != nil {
+			return nil, err
+		}
+	}
+	var lease *leasePlan
+	if req.Lease > 0 && !req.CommitOnDelivery && c.serverKind(ctx) == ServerQueen {
+		if lease, err = c.planLease(ctx, &req); err != nil {
 			return nil, err
 		}
 	}
@@ -350,7 +361,6 @@ func (c *Client) Pop(ctx context.Context, req queen.PopRequest) (*queen.PopResul
 	if pr.Success != nil && !*pr.Success {
 		text := either(pr.Error, nil)
 		if emptyPops[text] || text == "" {
-			c.learn(ServerQueen) // cmd/queen answers 204
 			return empty, nil
 		}
 		return nil, &ServerError{Op: "pop", StatusCode: a.status, Message: text}
@@ -390,8 +400,6 @@ func (c *Client) Pop(ctx context.Context, req queen.PopRequest) (*queen.PopResul
 		}
 		if m.Offset != nil {
 			msg.Offset = *m.Offset
-		} else {
-			c.learn(ServerQueen)
 		}
 		if m.DeliveryAttempt != nil {
 			msg.DeliveryAttempt = *m.DeliveryAttempt
@@ -403,6 +411,9 @@ func (c *Client) Pop(ctx context.Context, req queen.PopRequest) (*queen.PopResul
 	}
 	if res.PartitionID == "" {
 		res.PartitionID, res.Partition = res.Messages[0].PartitionID, res.Messages[0].Partition
+	}
+	if lease != nil {
+		return c.fitLease(ctx, lease, res)
 	}
 	return res, nil
 }
@@ -506,8 +517,12 @@ func checkAcks(items []queen.AckItem) error {
 // AckBatch settles many messages, as [queen.Broker.AckBatch]: refused
 // items are reported in their results. DeadLettered and Parked are the
 // server's answer (see [queen.AckResult].Parked). Against Queen's server
-// an ack of status park is [queen.ErrUnsupported]. It is not repeated
-// after a failure past sending (see the package doc).
+// an ack of status park is [queen.ErrUnsupported], and a batch that mixes
+// failed or retry items with others is sent in parts (see the package
+// doc), so that the retry budget and the dead-letter store behave as in
+// process; the items of one partition are taken in the order given,
+// which must be the order they were delivered in (a consume loop's is).
+// It is not repeated after a failure past sending (see the package doc).
 func (c *Client) AckBatch(ctx context.Context, items []queen.AckItem) ([]queen.AckResult, error) {
 	if err := checkAcks(items); err != nil {
 		return nil, err
@@ -526,20 +541,13 @@ func (c *Client) AckBatch(ctx context.Context, items []queen.AckItem) ([]queen.A
 	}
 	var out []ackResultJSON
 	var err error
-	if len(items) == 1 {
-		err = c.call(ctx, &request{op: "ack", method: http.MethodPost, path: "/api/v1/ack", body: wire[0]}, &out)
+	if len(items) > 1 && c.serverKind(ctx) == ServerQueen {
+		out, err = c.queenAcks(ctx, wire)
 	} else {
-		body := map[string]any{"acknowledgments": wire}
-		if g := wire[0].ConsumerGroup; g != "" && sameGroup(wire) {
-			body["consumerGroup"] = g // Queen's server reads the group here
-		}
-		err = c.call(ctx, &request{op: "ack", method: http.MethodPost, path: "/api/v1/ack/batch", body: body}, &out)
+		out, err = c.postAcks(ctx, wire)
 	}
 	if err != nil {
 		return nil, err
-	}
-	if len(out) != len(items) {
-		return nil, &TransportError{Op: "ack", URL: c.base.Redacted(), Err: fmt.Errorf("%d results for %d items", len(out), len(items))}
 	}
 	results := make([]queen.AckResult, len(items))
 	for i := range out {
@@ -554,15 +562,6 @@ func (c *Client) AckBatch(ctx context.Context, items []queen.AckItem) ([]queen.A
 	}
 	c.rt.Settled(items, results)
 	return results, nil
-}
-
-func sameGroup(w []ackJSON) bool {
-	for i := range w {
-		if w[i].ConsumerGroup != w[0].ConsumerGroup {
-			return false
-		}
-	}
-	return true
 }
 
 // leaseResultJSON is a lease-extend result.
@@ -662,10 +661,22 @@ type txReply struct {
 // and Parked are the server's answer, as in [Client.AckBatch]; so are its
 // Queue, Partition and LeaseReleased, which Queen's server does not send
 // in a transaction's answer (they are empty and false there). It is not
-// repeated after a failure past sending.
+// repeated after a failure past sending. More than [queen.MaxTxOps]
+// operations is [queen.ErrTooLarge] before sending, on every server. A
+// transaction that Queen's database stops at its statement timeout (30 s
+// by default; 10,000 pushes took longer on a 2-core machine, 5,000 took
+// 8 s) is a [*ServerError] that says so and matches
+// [queen.ErrTransactionAborted]: nothing of it was applied. On Queen's
+// server an ack of status failed or retry in a transaction is
+// [queen.ErrUnsupported] before sending: that server dead-letters a
+// failed one at once, whatever the retry budget, and aborts on a retry
+// one; settle those with [Client.AckBatch].
 func (c *Client) ExecTransaction(ctx context.Context, ops []queen.TxOp) (*queen.TxResult, error) {
 	if len(ops) == 0 {
 		return nil, &queen.ArgumentError{Field: "ops", Reason: "must not be empty"}
+	}
+	if len(ops) > queen.MaxTxOps { // refused here: Queen's server would run it into its database's statement timeout
+		return nil, fmt.Errorf("%w: a transaction takes at most %d operations (queen.MaxTxOps), not %d", queen.ErrTooLarge, queen.MaxTxOps, len(ops))
 	}
 	wire := make([]map[string]any, len(ops))
 	var acks []queen.AckItem
@@ -703,6 +714,9 @@ func (c *Client) ExecTransaction(ctx context.Context, ops []queen.TxOp) (*queen.
 			return nil, &queen.ArgumentError{Field: fmt.Sprintf("ops[%d]", i), Reason: "must hold exactly one of Ack and Push"}
 		}
 	}
+	if err := failedInTx(ops); err != nil && c.serverKind(ctx) == ServerQueen { // asks the server only then
+		return nil, err
+	}
 	var out txReply
 	r := &request{op: "transaction", method: http.MethodPost, path: "/api/v1/transaction", body: map[string]any{"operations": wire}}
 	if err := c.call(ctx, r, &out); err != nil {
@@ -718,7 +732,7 @@ func (c *Client) ExecTransaction(ctx context.Context, ops []queen.TxOp) (*queen.
 			}
 			ar := &queen.AckResult{TransactionID: firstOf(o.TransactionID, ops[i].Ack.TransactionID), Queue: o.QueueName,
 				Partition: o.PartitionName, Success: o.Success && out.Success, LeaseReleased: o.LeaseReleased && out.Success,
-				DeadLettered: o.DLQ != nil && *o.DLQ, Parked: o.Parked}
+				DeadLettered: o.DLQ != nil && *o.DLQ && out.Success, Parked: o.Parked && out.Success} // an aborted one changed nothing
 			if text := either(o.Error, nil); text != "" {
 				ar.Success, ar.Err = false, ackError(text)
 			}
@@ -737,6 +751,9 @@ func (c *Client) ExecTransaction(ctx context.Context, ops []queen.TxOp) (*queen.
 		}
 	}
 	if !out.Success {
+		if msg, timedOut := statementTimeout(out.Error); timedOut { // no one operation was refused
+			return nil, &ServerError{Op: "transaction", StatusCode: http.StatusOK, Message: msg, Err: queen.ErrTransactionAborted}
+		}
 		return res, txError(ops, res, out.Error)
 	}
 	items := make([]queen.AckItem, 0, len(acks))

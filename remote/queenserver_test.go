@@ -1,9 +1,11 @@
 package remote_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -29,10 +31,25 @@ import (
 // acks queueName, partitionName or leaseReleased), queue listings and
 // status only Queen's counters (no counts), the listings no
 // defaultPartitionId nor groups, conflation is ignored, and there is no
-// fetch, replay, delete or parked route.
+// fetch, replay, delete or parked route. Where Queen's answers mean
+// something else it does the same: an unknown queue's status and an
+// unknown partition's seek answer 200 with an error, a partition seek
+// names a time in cursorMovedTo, a pop's leaseSeconds is ignored (the
+// queue's LeaseTime holds), a failed or retry item of an ack batch behind
+// which a completed one of the same partition and group follows is
+// applied as completed (its message is lost for that group, as Queen's
+// cursor jumps past it), and the counts of the status and listing routes
+// are those of the last POST /api/v1/stats/refresh (the first read of a
+// route computes them).
 type queenServer struct {
 	*httptest.Server
-	health atomic.Int32 // GET /health calls
+	health  atomic.Int32 // GET /health calls
+	refresh atomic.Int32 // POST /api/v1/stats/refresh calls
+	busy    atomic.Int32 // refreshes still to answer "another_instance_running"
+	mu      sync.Mutex
+	counted map[string][]byte  // counts as of the last refresh, by path
+	batches [][]map[string]any // the items of each ack batch received
+	singles []map[string]any   // each single ack received
 }
 
 var letterRoute = regexp.MustCompile(`^/api/v1/dlq/[^/]+(/replay)?$`)
@@ -41,14 +58,28 @@ func newQueenServer(t *testing.T, opts *queen.Options) (*queenServer, *queen.Bro
 	b := queentest.NewBroker(t, opts)
 	stop := make(chan struct{})
 	inner := httpapi.New(b, &httpapi.Options{Shutdown: stop})
-	qs := &queenServer{}
+	qs := &queenServer{counted: map[string][]byte{}}
 	qs.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		path := r.URL.Path
+		counted := path == "/api/v1/resources/queues" || strings.HasPrefix(path, "/api/v1/status/queues")
 		switch {
 		case path == "/health":
 			qs.health.Add(1)
 			writeRaw(w, http.StatusOK, `{"status":"healthy","database":"connected","server":"C++ Queen Server (libqueen)","version":"1.0.0"}`)
 			return
+		case path == "/api/v1/stats/refresh":
+			qs.refresh.Add(1)
+			if qs.busy.Add(-1) >= 0 {
+				writeRaw(w, http.StatusOK, `{"skipped":true,"reason":"another_instance_running"}`)
+				return
+			}
+			qs.busy.Store(0)
+			qs.mu.Lock()
+			clear(qs.counted)
+			qs.mu.Unlock()
+			writeRaw(w, http.StatusOK, `{"partition":{"dirtyPartitionsScanned":1},"queue":{"queuesUpdated":1}}`)
+			return
+
 		case strings.HasPrefix(path, "/api/v1/fetch/"), strings.HasPrefix(path, "/api/v1/parked"), letterRoute.MatchString(path):
 			w.Header().Set("Content-Type", "text/plain")
 			w.WriteHeader(http.StatusNotFound)
@@ -56,8 +87,12 @@ func newQueenServer(t *testing.T, opts *queen.Options) (*queenServer, *queen.Bro
 			return
 		}
 		q := r.URL.Query()
-		q.Del("conflation") // ignored
+		q.Del("conflation")   // ignored
+		q.Del("leaseSeconds") // ignored: the queue's LeaseTime holds
 		r.URL.RawQuery = q.Encode()
+		if path == "/api/v1/ack/batch" || path == "/api/v1/ack" {
+			qs.rewriteAcks(t, r)
+		}
 		rec := httptest.NewRecorder()
 		inner.ServeHTTP(rec, r)
 		status, body := rec.Code, rec.Body.Bytes()
@@ -108,7 +143,17 @@ func newQueenServer(t *testing.T, opts *queen.Options) (*queenServer, *queen.Bro
 				}
 			}
 			body = mustJSON(t, reply)
-		case (path == "/api/v1/resources/queues" || strings.HasPrefix(path, "/api/v1/status/queues")) && status == http.StatusOK:
+		case strings.HasPrefix(path, "/api/v1/status/queues/") && status == http.StatusNotFound:
+			status, body = http.StatusOK, []byte(`{"error":"Queue not found"}`)
+		case strings.HasSuffix(path, "/seek") && strings.Contains(path, "/partitions/") && status == http.StatusNotFound &&
+			strings.Contains(string(body), "artition"):
+			status, body = http.StatusOK, []byte(`{"error":"Partition not found","success":false}`)
+		case strings.HasSuffix(path, "/seek") && strings.Contains(path, "/partitions/") && status == http.StatusOK:
+			var seek map[string]any
+			require.NoError(t, json.Unmarshal(body, &seek))
+			seek["cursorMovedTo"] = "2026-12-01T15:26:46.055Z"
+			body = mustJSON(t, seek)
+		case counted && status == http.StatusOK:
 			var v any
 			require.NoError(t, json.Unmarshal(body, &v))
 			dropKey(v, "counts")
@@ -120,6 +165,13 @@ func newQueenServer(t *testing.T, opts *queen.Options) (*queenServer, *queen.Bro
 				}
 			}
 			body = mustJSON(t, v)
+			qs.mu.Lock()
+			if old, ok := qs.counted[path]; ok {
+				body = old // the counts of the last refresh (the rest with them: the fake's simplification)
+			} else {
+				qs.counted[path] = body
+			}
+			qs.mu.Unlock()
 		case path == "/api/v1/dlq" && status == http.StatusOK:
 			var page map[string]any
 			require.NoError(t, json.Unmarshal(body, &page))
@@ -140,6 +192,50 @@ func newQueenServer(t *testing.T, opts *queen.Options) (*queenServer, *queen.Bro
 		qs.Close()
 	})
 	return qs, b
+}
+
+// rewriteAcks records an ack request and, for a batch, applies as
+// completed each failed or retry item that a completed item of the same
+// partition and group follows, and reads every item's group from the
+// batch's (queue mode without one), as Queen's server does.
+func (qs *queenServer) rewriteAcks(t *testing.T, r *http.Request) {
+	data, err := io.ReadAll(r.Body)
+	require.NoError(t, err)
+	var body map[string]any
+	require.NoError(t, json.Unmarshal(data, &body))
+	qs.mu.Lock()
+	defer qs.mu.Unlock()
+	items, ok := body["acknowledgments"].([]any)
+	if !ok {
+		qs.singles = append(qs.singles, body)
+		r.Body = io.NopCloser(bytes.NewReader(data))
+		return
+	}
+	var batch []map[string]any
+	for i, it := range items {
+		it := it.(map[string]any)
+		// The batch's group stands for every item's (queue mode without it).
+		if g, ok := body["consumerGroup"]; ok {
+			it["consumerGroup"] = g
+		} else {
+			delete(it, "consumerGroup")
+		}
+		batch = append(batch, it)
+		if it["status"] != "failed" && it["status"] != "retry" {
+			continue
+		}
+		for _, later := range items[i+1:] {
+			later := later.(map[string]any)
+			if later["partitionId"] == it["partitionId"] && later["consumerGroup"] == it["consumerGroup"] &&
+				(later["status"] == nil || later["status"] == "completed") {
+				it["status"] = "completed"
+				break
+			}
+		}
+	}
+	qs.batches = append(qs.batches, batch)
+	r.Body = io.NopCloser(bytes.NewReader(mustJSON(t, body)))
+	r.ContentLength = -1
 }
 
 // dropKey deletes key from every object in v.
@@ -195,7 +291,7 @@ func TestQueenServer_PushPopAck(t *testing.T) {
 	}
 	_, err = c.Fetch(ctx, "orders", "p1", 0, 1)
 	require.ErrorIs(t, err, queen.ErrUnsupported)
-	require.Zero(t, qs.health.Load(), "the client learned what the server is from the push's 200")
+	require.EqualValues(t, 1, qs.health.Load(), "asked once, from /health, by the first call that depends on it: not guessed from the push's 200")
 	dup, err := c.Push(ctx, []queen.PushItem{{Queue: "orders", Partition: "p1", TransactionID: res[0].TransactionID}})
 	require.NoError(t, err)
 	require.Equal(t, queen.PushDuplicate, dup[0].Status)

@@ -25,6 +25,7 @@ func (e *env) parked(queue string) int {
 // park that parks says true.
 func testParkAnswers(e *env) {
 	t := e.t
+	e.needs(ParkedStore)
 
 	// An ack batch: the retry gives the batch back, the park above it
 	// changes nothing.

@@ -19,7 +19,7 @@ import (
 // Job is one measurement, run in a child process so that its peak RSS is
 // its own and one system's garbage never slows another.
 type Job struct {
-	Kind       string        `json:"kind"` // push, preload, drain, fanout, order, idle, latency, httppush, httppop, httpone, pushdrain, loop
+	Kind       string        `json:"kind"` // push, preload, drain, fanout, order, idle, latency, httppush, httppop, httpone, pushdrain, loop, remote-push, remote-drain
 	System     string        `json:"system"`
 	Sync       bool          `json:"sync"`
 	Dir        string        `json:"dir"`
@@ -122,6 +122,9 @@ func runChild(spec string) {
 func runJob(j *Job) (Result, error) {
 	if j.Kind == "loop" {
 		return runLoopJob(j) // scenario 10: systems queen[+each|+batch], http[+each|+batch]
+	}
+	if j.Kind == "remote-push" || j.Kind == "remote-drain" {
+		return runRemoteJob(j) // scenario 11: systems server, queen-mq
 	}
 	if j.Kind == "idle" {
 		// Scenario 6: "queen" runs the busy partitions alone, "queen+idle"

@@ -70,6 +70,7 @@ type config struct {
 	memN        int
 	budgets     []int
 	loopN       int
+	remoteN     int
 	loopParts   int
 	loopBatches []int
 }
@@ -84,6 +85,7 @@ func main() {
 	flag.IntVar(&c.memN, "mem-n", 0, "messages pushed then drained in scenario 9 (default 300000; quick 20000)")
 	flag.IntVar(&c.loopN, "loop-n", 0, "backlog drained by each row of scenario 10 (default 40000; quick 1000)")
 	flag.IntVar(&c.loopParts, "loop-partitions", 16, "partitions of scenario 10's backlog")
+	flag.IntVar(&c.remoteN, "remote-n", 0, "messages pushed, and drained, through package remote in scenario 11 (default 10000; quick 1000)")
 	loopBatches := flag.String("loop-batches", "10,100", "pop batches of scenario 10 (comma list): one row each")
 	flag.IntVar(&c.payload, "payload", 256, "payload size in bytes")
 	prods := flag.String("producers", "1,64", "concurrent producers for scenario 1 (comma list)")
@@ -101,7 +103,7 @@ func main() {
 	flag.DurationVar(&c.maxTime, "max-time", 0, "time cap of one measured phase (default 4s; quick 0.5s); a capped row measures what it did")
 	flag.IntVar(&c.rounds, "rounds", 0, "rounds per row, systems alternating; the median is reported (default 3; quick 1)")
 	dur := flag.String("durability", "both", "sync (fsync per commit; JetStream sync_interval: always), nosync (JetStream default), or both")
-	scen := flag.String("scenarios", "1,2,3,4,5,6,7,8,9,10", "scenarios to run")
+	scen := flag.String("scenarios", "1,2,3,4,5,6,7,8,9,10,11", "scenarios to run")
 	sys := flag.String("systems", "queen,jetstream,badger,http,server,server-pushes", "systems to run (http: scenario 8 through httpapi in process; server: scenario 8 against cmd/queen in its own process, server-base too with -base-bin; server-pushes: cmd/queen with -durability pushes, in the fsync rows of scenario 8 pop+ack; queen-tuned: queen with the -badger-* options, an experiment)")
 	flag.StringVar(&c.dir, "dir", "", "work directory (default: a new temporary directory)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory")
@@ -153,6 +155,9 @@ func main() {
 	if c.baseBin != "" {
 		c.systems["server-base"] = true
 	}
+	if os.Getenv("QUEEN_REAL_URL") != "" { // scenario 11 against Queen's own server too
+		c.systems[queenMQ] = true
+	}
 	c.defaults()
 	if err := run(&c); err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
@@ -182,6 +187,7 @@ func (c *config) defaults() {
 	pick(&c.orderN, 200000, 10000)
 	pick(&c.memN, 300000, 20000)
 	pick(&c.loopN, 40000, 1000)
+	pick(&c.remoteN, 10000, 1000)
 	pick(&c.idle, 100000, 10000)
 	pick(&c.httpN, 100000, 10000)
 	pick(&c.rounds, 3, 1)
@@ -360,6 +366,17 @@ func (c *config) rows() []*row {
 			}
 			add("10", fmt.Sprintf("consume loop vs hand drain: %d over %d partitions, 1 group, %d consumers, batch %d", j.N, j.Partitions, j.Consumers, n), sync, systems, j, nil)
 		}
+	}
+	// Scenario 11: package remote, one goroutine, against cmd/queen and
+	// (with QUEEN_REAL_URL) Queen's own server, which is durable on its own
+	// terms: fsync rows only.
+	if slices.Contains(c.durability, true) {
+		j := base
+		j.Kind, j.N, j.Batch = "remote-push", c.remoteN, 1
+		j.MaxTime = 4 * c.maxTime
+		add("11", fmt.Sprintf("remote, 1 goroutine: push %d, 1/call", j.N), true, []string{"server", queenMQ}, j, nil)
+		j.Kind, j.Batch = "remote-drain", 100
+		add("11", fmt.Sprintf("remote, 1 goroutine: drain %d, pop 100 + ack batch", j.N), true, []string{"server", queenMQ}, j, nil)
 	}
 	return rows
 }

@@ -63,6 +63,7 @@ var sysLabel = map[string]string{
 	"server":           "cmd/queen",
 	"server-base":      "cmd/queen, base",
 	"server-pushes":    "cmd/queen -durability pushes",
+	queenMQ:            "Queen's server (C++, PostgreSQL)",
 	"queen-tuned":      "queen, tuned Badger",
 	"queen+idle":       "queen + idle partitions",
 	"queen-tuned+idle": "queen, tuned Badger + idle partitions",
@@ -110,6 +111,10 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 					if x, ok := roundRatio(rs, r.results["queen"]); ok {
 						ratio = fmt.Sprintf("%.2f (HTTP/in-process)", x)
 					}
+				}
+			case r.scen == "11" && s == "server":
+				if x, ok := roundRatio(rs, r.results[queenMQ]); ok {
+					ratio = fmt.Sprintf("%.2f (cmd/queen / Queen's server)", x)
 				}
 			case strings.HasSuffix(s, "+idle"):
 				if alone := r.results[strings.TrimSuffix(s, "+idle")]; len(alone) > 0 {
