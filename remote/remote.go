@@ -292,11 +292,6 @@ func (c *Client) serverKind(ctx context.Context) Server {
 	return s
 }
 
-// learn records the kind of server from an answer that tells.
-func (c *Client) learn(s Server) {
-	c.server.CompareAndSwap(int32(ServerDetect), int32(s))
-}
-
 // unsupportedOn returns ErrUnsupported when the server is Queen's.
 func (c *Client) unsupportedOn(ctx context.Context, what string) error {
 	if c.serverKind(ctx) == ServerQueen {
