@@ -82,7 +82,7 @@ func TestConsole_Overview(t *testing.T) {
 	// one of 5), dead letters 1, groups 1, oldest pending 1m30s ago.
 	require.Equal(t, []string{"orders", "3", "5", "4", "0", "1", "0", "1", "1m30s ago", "—", "—", "—"}, cells(row))
 	require.Contains(t, body, `data-fact="version">`+queen.Version+`<`)
-	require.Contains(t, body, `data-fact="durability">sync-every-commit<`)
+	require.Contains(t, body, `data-fact="durability">none (in memory)<`)
 	require.Contains(t, body, `data-fact="uptime">1m30s<`)
 	require.Contains(t, body, `data-fact="store">in memory<`)
 	require.Contains(t, body, `data-fact="pushed">6<`)

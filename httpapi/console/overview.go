@@ -126,7 +126,8 @@ func (h *handler) facts() brokerFacts {
 		f.Version, f.Durability = bf.Version, bf.Durability.String()
 		f.Uptime = formatDur(h.now().Sub(bf.OpenedAt))
 		if bf.InMemory {
-			f.Store = "in memory"
+			// Nothing is on disk, so a sync mode would promise nothing.
+			f.Store, f.Durability = "in memory", "none (in memory)"
 		} else {
 			f.Store = formatBytes(bf.StoreBytes)
 		}
