@@ -353,10 +353,21 @@ func TestCluster_RetryAfterWaitEnds(t *testing.T) {
 	fs, c := fronts(t, httpapi.New(b, nil), 1, &remote.Options{Server: remote.ServerQueenLite})
 	fs[0].status.Store(http.StatusServiceUnavailable)
 	fs[0].retryAfter.Store("120")
+	waiting := make(chan time.Duration, 2)
+	remote.SetPausing(c, func(d time.Duration) { waiting <- d })
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() { errc <- c.Ping(ctx) }()
-	require.Eventually(t, func() bool { return fs[0].calls.Load() == 1 }, within, time.Millisecond)
+	waited := func() time.Duration {
+		select {
+		case d := <-waiting:
+			return d
+		case <-time.After(within):
+			t.Fatal("no wait began")
+			return 0
+		}
+	}
+	require.Equal(t, 120*time.Second, waited(), "waits the Retry-After")
 	cancel()
 	select {
 	case err := <-errc:
@@ -366,7 +377,7 @@ func TestCluster_RetryAfterWaitEnds(t *testing.T) {
 		t.Fatal("the wait outlived its ctx")
 	}
 	go func() { errc <- c.Ping(context.Background()) }()
-	require.Eventually(t, func() bool { return fs[0].calls.Load() == 2 }, within, time.Millisecond)
+	waited()
 	require.NoError(t, c.Close())
 	select {
 	case err := <-errc:

@@ -155,6 +155,9 @@ func (c *Client) pause(ctx context.Context, d time.Duration) error {
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
+	if c.pausing != nil {
+		c.pausing(d)
+	}
 	select {
 	case <-t.C:
 		return nil

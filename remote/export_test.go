@@ -11,3 +11,7 @@ import (
 func SetSleep(c *Client, f func(d time.Duration)) {
 	c.sleep = func(_ context.Context, d time.Duration) { f(d) }
 }
+
+// SetPausing makes c call f when a retry's real wait starts, so a test can
+// end the wait knowing it has begun.
+func SetPausing(c *Client, f func(d time.Duration)) { c.pausing = f }

@@ -123,6 +123,7 @@ type Client struct {
 	base    *url.URL // the first server's
 	servers *servers
 	sleep   func(ctx context.Context, d time.Duration) // a test's, instead of waiting
+	pausing func(d time.Duration)                      // a test's, told when a real wait starts
 	hc      *http.Client
 	ownHC   bool
 	token   string
