@@ -223,8 +223,18 @@ func (h *handler) systemMetrics(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// queueFilter reads the optional queue parameter of the per-queue routes.
-func queueFilter(p *params) string { return p.name("queue") }
+// queueWindow reads the range and the optional queue of the per-queue
+// routes; on a bad parameter it answers 400 and returns false.
+func (h *handler) queueWindow(w http.ResponseWriter, r *http.Request) (analyticsWindow, string, bool) {
+	p := newParams(r)
+	only := p.name("queue")
+	win, err := h.window(p)
+	if err != nil {
+		h.writeError(w, r, err)
+		return analyticsWindow{}, "", false
+	}
+	return win, only, true
+}
 
 // queueNames returns the names of the queues the buckets hold, sorted.
 func queueNames(buckets []history.Bucket, only string) []string {
@@ -246,11 +256,8 @@ func queueNames(buckets []history.Bucket, only string) []string {
 // (parkedCount, the mean of the bucket's samples, as Queen's gauge), and
 // partitions created and deleted.
 func (h *handler) queueOps(w http.ResponseWriter, r *http.Request) {
-	p := newParams(r)
-	only := queueFilter(p)
-	win, err := h.window(p)
-	if err != nil {
-		h.writeError(w, r, err)
+	win, only, ok := h.queueWindow(w, r)
+	if !ok {
 		return
 	}
 	buckets := h.series(win)
@@ -280,11 +287,8 @@ func (h *handler) queueOps(w http.ResponseWriter, r *http.Request) {
 // first, as Queen) and queue, the mean and longest wait of what it popped
 // (0 in a bucket where it popped nothing).
 func (h *handler) queueLag(w http.ResponseWriter, r *http.Request) {
-	p := newParams(r)
-	only := queueFilter(p)
-	win, err := h.window(p)
-	if err != nil {
-		h.writeError(w, r, err)
+	win, only, ok := h.queueWindow(w, r)
+	if !ok {
 		return
 	}
 	rows := []map[string]any{}
@@ -309,11 +313,8 @@ func (h *handler) queueLag(w http.ResponseWriter, r *http.Request) {
 // (completedRetentionMsgs) and MaxWaitTime (evictionMsgs) removed, of
 // every queue or of the one named by queue, and their totals.
 func (h *handler) retention(w http.ResponseWriter, r *http.Request) {
-	p := newParams(r)
-	only := queueFilter(p)
-	win, err := h.window(p)
-	if err != nil {
-		h.writeError(w, r, err)
+	win, only, ok := h.queueWindow(w, r)
+	if !ok {
 		return
 	}
 	rows := []map[string]any{}
@@ -347,11 +348,8 @@ func (h *handler) retention(w http.ResponseWriter, r *http.Request) {
 // the long-polls parked on each queue per bucket (as queue-ops'
 // parkedCount), all on this process, Queen's one replica.
 func (h *handler) queueParkedReplicas(w http.ResponseWriter, r *http.Request) {
-	p := newParams(r)
-	only := queueFilter(p)
-	win, err := h.window(p)
-	if err != nil {
-		h.writeError(w, r, err)
+	win, only, ok := h.queueWindow(w, r)
+	if !ok {
 		return
 	}
 	host := hostname()
