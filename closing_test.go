@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"reflect"
 	"sync"
@@ -214,6 +215,11 @@ func closeCalls() []closeCall {
 		{name: "Maintain", methods: []string{"Maintain", "Ping", "SetMaintenanceMode", "MaintenanceMode", "Now", "MaxPayload"}, run: func(ctx context.Context, f *closeFixture) error {
 			_, _, _ = f.b.MaintenanceMode(), f.b.Now(), f.b.MaxPayload()
 			return errors.Join(f.b.Maintain(ctx), f.b.Ping(ctx), f.b.SetMaintenanceMode(ctx, false))
+		}},
+		{name: "Store", methods: []string{"Backup", "StoreReport"}, run: func(ctx context.Context, f *closeFixture) error {
+			_, err := f.b.Backup(ctx, io.Discard, 0)
+			_, err2 := f.b.StoreReport(ctx)
+			return errors.Join(err, err2)
 		}},
 		{name: "Admin", methods: []string{"Admin"}, run: func(ctx context.Context, f *closeFixture) error {
 			_, err := f.b.Admin().ListQueues(ctx)

@@ -99,7 +99,13 @@
 // counting restarts at 1 for it. Cursors, retry counters, group start
 // points, dead letters, parked messages and dedup entries are durable.
 // Retry delays are not: a partition waiting out its RetryDelay is served at
-// once after a restart.
+// once after a restart. Maintenance mode is stored too.
+//
+// [Broker.Backup] writes a consistent copy of the store while the broker
+// serves (full, or an increment since an earlier backup), [Restore]
+// rebuilds a store from it, and [Inspect] reports on a closed store. A
+// store records its format ([StoreFormat]); [Open] upgrades an older one
+// in place and refuses a newer one with [ErrIncompatibleStore].
 //
 // [Options.InMemory] keeps everything in memory, for tests. Package
 // [github.com/queenlite/queen/queentest] opens such a broker for one test,

@@ -89,7 +89,56 @@ var (
 	// ErrTransactionAborted reports a transaction rolled back because one of
 	// its operations was refused; the error is a [*TransactionError].
 	ErrTransactionAborted = errors.New("queen: transaction aborted")
+
+	// ErrIncompatibleStore is returned by [Open], [OpenDB], [Inspect] and
+	// [Restore] for a store or backup whose format this release cannot
+	// read: one written by a newer release, or one too old to upgrade in
+	// place. The error is an [*IncompatibleStoreError] naming both formats.
+	ErrIncompatibleStore = errors.New("queen: incompatible store format")
+
+	// ErrCorruptBackup reports a backup stream [Restore] cannot trust: not a
+	// backup, a chunk whose checksum does not match, or a stream cut short
+	// (no end record). Nothing was restored.
+	ErrCorruptBackup = errors.New("queen: corrupt or truncated backup")
+
+	// ErrBackupChain reports backups handed to [Restore] that do not form a
+	// chain: the first is not a full backup, or an increment does not start
+	// where the one before it ended (out of order, or one missing).
+	// Nothing was restored.
+	ErrBackupChain = errors.New("queen: backups do not form a chain")
+
+	// ErrDirNotEmpty is returned by [Restore] when the target directory
+	// exists and holds anything: a restore never writes over a store.
+	ErrDirNotEmpty = errors.New("queen: directory not empty")
 )
+
+// IncompatibleStoreError names the store format found and the formats
+// this release reads. It matches [ErrIncompatibleStore] under [errors.Is].
+type IncompatibleStoreError struct {
+	Dir       string // the store's directory ("" in memory or for a backup)
+	Found     int    // the format of the store or backup
+	Supported int    // the newest format this release reads and writes
+	// Oldest is the oldest format this release upgrades in place.
+	Oldest int
+	// Hint says what to do, e.g. which release opens the store.
+	Hint string
+}
+
+// Error names both formats and, when known, what to do.
+func (e *IncompatibleStoreError) Error() string {
+	where := ""
+	if e.Dir != "" {
+		where = " " + e.Dir
+	}
+	s := fmt.Sprintf("queen: store%s has format %d; this release (%s) reads formats %d to %d", where, e.Found, Version, e.Oldest, e.Supported)
+	if e.Hint != "" {
+		s += ": " + e.Hint
+	}
+	return s
+}
+
+// Is reports whether target is [ErrIncompatibleStore].
+func (e *IncompatibleStoreError) Is(target error) bool { return target == ErrIncompatibleStore }
 
 // notFoundError is a more precise [ErrNotFound].
 type notFoundError struct{ text string }

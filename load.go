@@ -18,6 +18,26 @@ import (
 // stored: it reads such partitions from their first message, and finds
 // them as it pops (see group.scan). Leases are not stored: none survive a restart.
 func (b *Broker) load() error {
+	if err := b.loadState(); err != nil {
+		return err
+	}
+	now := b.now()
+	for _, q := range b.queues {
+		for _, p := range q.order {
+			b.repend(p)
+			for _, c := range p.cursorList() {
+				if c != nil {
+					b.check(c, now)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// loadState reads the stored state into memory, reading only: the part of
+// load that [Inspect] shares.
+func (b *Broker) loadState() error {
 	err := b.db.View(func(txn *badger.Txn) error {
 		dead, sweeps, err := b.loadTombstones(txn)
 		if err != nil {
@@ -36,23 +56,12 @@ func (b *Broker) load() error {
 		if err := b.loadCursors(txn); err != nil {
 			return err
 		}
-		return b.loadLetterCounts(txn)
-	})
-	if err != nil {
-		return storageErr("load", err)
-	}
-	now := b.now()
-	for _, q := range b.queues {
-		for _, p := range q.order {
-			b.repend(p)
-			for _, c := range p.cursorList() {
-				if c != nil {
-					b.check(c, now)
-				}
-			}
+		if err := b.loadLetterCounts(txn); err != nil {
+			return err
 		}
-	}
-	return nil
+		return b.loadSettings(txn)
+	})
+	return storageErr("load", err)
 }
 
 func scan(txn *badger.Txn, prefix []byte, fn func(k, v []byte) error) error {
@@ -173,6 +182,8 @@ func (b *Broker) loadNext(txn *badger.Txn) {
 	}()
 	seen := func(p *partition, off int64, item *badger.Item) { // in offset order
 		p.next = max(p.next, off+1)
+		p.q.sizeSum += item.EstimatedSize() + dedupEntrySize
+		p.q.sizeN++
 		_ = item.Value(func(v []byte) error {
 			if at, ok := record.MessageCreatedAt(v); ok {
 				p.lastPushAt = max(p.lastPushAt, at)

@@ -12,16 +12,18 @@ import "context"
 // meanwhile are delivered as if they had just arrived, each once per group.
 // Leases handed out before the mode was turned on run their course.
 //
-// The switch lives in memory: a broker opened again starts with it off.
-// ctx is not used today. After Close it returns [ErrClosed].
+// The switch is stored: a broker opened again, or restored from a
+// backup, starts with it as it was. It returns once the switch is
+// written (fsynced unless [Options.Durability] is [SyncNever]); ctx ends
+// that wait, not the switch. After Close it returns [ErrClosed].
 func (b *Broker) SetMaintenanceMode(ctx context.Context, on bool) error {
 	if err := b.enter(); err != nil {
 		return err
 	}
 	defer b.leave()
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if err := b.usable(); err != nil {
+		b.mu.Unlock()
 		return err
 	}
 	// Set under b.mu, which pops hold while they claim: once this
@@ -33,7 +35,9 @@ func (b *Broker) SetMaintenanceMode(ctx context.Context, on bool) error {
 			}
 		}
 	}
-	return nil
+	done := b.w.submit([]op{settingOp(settingMaintenance, on)})
+	b.mu.Unlock()
+	return waitCtx(ctx, done)
 }
 
 // MaintenanceMode reports whether maintenance mode is on (see

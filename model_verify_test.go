@@ -1110,8 +1110,8 @@ func (m *seqModel) opReopen() {
 		}
 	}
 	m.counters = smCounters{acked: map[queen.AckStatus]int64{}}
-	clear(m.early)  // remembered in memory only
-	m.maint = false // likewise
+	clear(m.early) // remembered in memory only
+	// maintenance mode is stored: it stays as it was
 	post := m.snapshot()
 	for k, v := range pre {
 		if post[k] != v {

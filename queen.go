@@ -416,6 +416,9 @@ func newBroker(db *badger.DB, o Options) (*Broker, error) {
 		maxPayload: payloadLimit(db),
 	}
 	b.parts = make([]*partition, 1) // pid 0 is never used
+	if err := prepareFormat(db, db.Opts().Dir); err != nil {
+		return nil, err
+	}
 	if err := b.load(); err != nil {
 		return nil, err
 	}

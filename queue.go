@@ -153,6 +153,11 @@ type queue struct {
 	dlqCount    int64
 	parkedCount int64
 	persisted   bool // metadata is on disk
+	// sizeSum and sizeN sample the stored size of the queue's messages
+	// (key, value and dedup entry): the newest messages of its partitions
+	// read at Open and every message pushed since. Their mean times the
+	// messages stored is the queue's approximate size (see approxBytes).
+	sizeSum, sizeN int64
 }
 
 // queueMeta is the stored form of a queue.

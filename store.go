@@ -75,7 +75,13 @@ type pushReq struct {
 	// write in progress (marking them stored); a rolled-back write marks
 	// them unstored again, so the write that replaces it stores them.
 	arrived []*cursor
+	// sizes are the bytes of the message records the write holds, by
+	// queue, for the queues' size samples (see queue.sizeSum).
+	sizes map[*queue]sizeSample
 }
+
+// sizeSample is a sum of message sizes.
+type sizeSample struct{ bytes, n int64 }
 
 // errTxnPushRefused reports a transaction push item the writer could not
 // store (its checks ran before the transaction's acks were applied, so
@@ -736,6 +742,10 @@ func (w *writer) publish(touched map[*partition]int64, ts int64, batch []*writeR
 		if r.push != nil {
 			b.unreserve(r.push)
 			r.push.arrived = nil // written
+			for q, s := range r.push.sizes {
+				q.sizeSum += s.bytes
+				q.sizeN += s.n
+			}
 		}
 	}
 	for p, n := range touched {
@@ -757,6 +767,7 @@ func (w *writer) publish(touched map[*partition]int64, ts int64, batch []*writeR
 // applyPush adds a push to txn: dedup, queue-size check, offsets, records.
 func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*partition]int64) error {
 	b := w.b
+	r.sizes = nil // of an earlier attempt that was rolled back
 	parts := make([]*partition, len(r.items))
 	encrypt := make([]bool, len(r.items))
 	limited := make([]bool, len(r.items)) // plain pushes to a queue with a MaxSize
@@ -857,6 +868,11 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*p
 			return err
 		}
 		touched[p]++
+		if r.sizes == nil {
+			r.sizes = make(map[*queue]sizeSample)
+		}
+		s := r.sizes[p.q]
+		r.sizes[p.q] = sizeSample{s.bytes + int64(17+len(val)+len(tk)+8), s.n + 1}
 		res.Status, res.Offset, res.MessageID = PushQueued, off, id.String()
 	}
 	return nil

@@ -67,8 +67,9 @@
 // apart by GET on the same routes. While either is on, the broker is in
 // maintenance mode (see [queen.Broker.SetMaintenanceMode]): pushes are
 // stored, pops deliver nothing (204), and turning both off delivers what
-// was pushed meanwhile. The mode lives in memory: a restarted broker
-// starts with it off.
+// was pushed meanwhile. The broker stores the mode, so a restart keeps
+// it; the two flags are the handler's, and a mode that is on when neither
+// flag was set here (after a restart, or turned by other code) shows both.
 //
 // # Long polls
 //
@@ -427,6 +428,7 @@ func (h *handler) routes(publicMetrics bool) {
 	h.handle("POST /api/v1/system/maintenance", AccessAdmin, h.setMaintenance)
 	h.handle("GET /api/v1/system/maintenance/pop", AccessAdmin, h.getPopMaintenance)
 	h.handle("POST /api/v1/system/maintenance/pop", AccessAdmin, h.setPopMaintenance)
+	h.handle("GET /api/v1/system/backup", AccessAdmin, h.backup)
 
 	h.handle("GET /api/v1/analytics/worker-metrics", AccessReadOnly, h.workerMetrics)
 	h.handle("GET /api/v1/analytics/system-metrics", AccessReadOnly, h.systemMetrics)

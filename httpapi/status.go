@@ -132,7 +132,7 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 		top = top[:min(len(top), 5)]
 	}
 
-	writeJSON(w, http.StatusOK, map[string]any{
+	body := map[string]any{
 		"timeRange": map[string]any{"from": msTime(from), "to": msTime(to), "bucketMinutes": win.minutes,
 			"pointCount": len(series.throughput)},
 		"bucketMinutes": win.minutes, "pointCount": len(series.throughput),
@@ -147,5 +147,30 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 		"workers":  series.workers,
 		"errors":   h.statusErrors(),
 		"statsAge": 0,
-	})
+	}
+	if sr, ok := h.b.(storeReporter); ok {
+		rep, err := sr.StoreReport(ctx)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		body["store"] = storeSummary(rep, names)
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// storeSummary is the "store" object of /api/v1/status (ours; Queen has
+// none): the store's format and size on disk, and the approximate size of
+// each queue the status covers (see queen.QueueReport.ApproxBytes).
+func storeSummary(rep *queen.StoreReport, names map[string]bool) map[string]any {
+	queues := []map[string]any{}
+	for _, q := range rep.Queues {
+		if names[q.Name] {
+			queues = append(queues, map[string]any{"name": q.Name, "messages": q.Messages, "approxBytes": q.ApproxBytes})
+		}
+	}
+	return map[string]any{
+		"format": rep.Format, "diskBytes": rep.DiskBytes, "lsmBytes": rep.LSMBytes, "valueLogBytes": rep.ValueLogBytes,
+		"queues": queues,
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -35,12 +36,18 @@ type request struct {
 	anyStatus bool
 	// notFound, when set, maps a 404 (the route or the thing is missing).
 	notFound func(msg string) error
+	// route is the affinity key choosing the server (see ring.go); empty
+	// routes round-robin.
+	route string
+	// at is the server the last try went to, for error messages.
+	at *server
 }
 
 // answer is what a request got back.
 type answer struct {
-	status int
-	body   []byte
+	status     int
+	body       []byte
+	retryAfter string // the Retry-After header
 }
 
 // call sends req and decodes a 2xx answer's JSON body into out (when not
@@ -62,7 +69,10 @@ func (c *Client) call(ctx context.Context, req *request, out any) error {
 	return nil
 }
 
-// send runs req with retries and returns the answer of the last try.
+// send runs req with retries and returns the answer of the last try. Each
+// try goes to the server the request's route picks (see servers.pick); a
+// transport failure or a 5xx answer takes that server off the ring, so a
+// retry goes to the next one, at once when another is healthy.
 func (c *Client) send(ctx context.Context, req *request) (*answer, error) {
 	if c.closed.Load() {
 		return nil, queen.ErrClosed
@@ -77,12 +87,18 @@ func (c *Client) send(ctx context.Context, req *request) (*answer, error) {
 	wait := c.backoff
 	var last error // the failure of the previous try
 	for try := 0; ; try++ {
-		a, err := c.once(ctx, req, body)
+		srv := c.servers.pick(req.route)
+		req.at = srv
+		a, err := c.once(ctx, srv, req, body)
 		retry := false
+		var after time.Duration // a 503's Retry-After
 		switch {
 		case err == nil && a.status >= 500 && a.status != http.StatusNotImplemented:
+			after = retryAfter(a, c.servers.now())
+			c.servers.failed(srv, after, fmt.Sprintf("answered %d", a.status))
 			retry = req.safe
-		case err == nil:
+		case err == nil: // 501 too: the server is up, it lacks the route
+			c.servers.answered(srv)
 			return a, nil
 		case c.closed.Load():
 			return nil, queen.ErrClosed
@@ -91,6 +107,7 @@ func (c *Client) send(ctx context.Context, req *request) (*answer, error) {
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
 		default:
+			c.servers.failed(srv, 0, err.Error())
 			retry = req.safe || notSent(err)
 		}
 		if !retry || try >= c.retries {
@@ -103,19 +120,68 @@ func (c *Client) send(ctx context.Context, req *request) (*answer, error) {
 		if last == nil {
 			last = fmt.Errorf("server answered %d", a.status)
 		}
-		c.log.Debug("queen: remote: retrying", "op", req.op, "try", try+1, "wait", wait, "err", err, "status", statusOf(a))
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done(): // the failure that made us wait is the news
-			t.Stop()
-			return nil, &TransportError{Op: req.op, URL: c.redacted(req), Err: errors.Join(last, ctx.Err())}
-		case <-c.stop.Done():
-			t.Stop()
-			return nil, queen.ErrClosed
+		d := wait
+		switch {
+		case c.servers.anyHealthy(): // another server takes the retry
+			d = 0
+		case after > 0:
+			if dl, ok := ctx.Deadline(); ok && dl.Sub(machineNow()) < after {
+				return a, nil // it would be back after the caller stopped waiting
+			}
+			d = after
+		default:
+			wait = min(wait*2, 5*time.Second)
 		}
-		wait = min(wait*2, 5*time.Second)
+		c.log.Debug("queen: remote: retrying", "op", req.op, "try", try+1, "wait", d, "server", srv.base.Redacted(),
+			"err", err, "status", statusOf(a))
+		if d == 0 {
+			continue
+		}
+		if err := c.pause(ctx, d); err != nil {
+			if errors.Is(err, queen.ErrClosed) {
+				return nil, err
+			}
+			return nil, &TransportError{Op: req.op, URL: c.redacted(req), Err: errors.Join(last, err)}
+		}
 	}
+}
+
+// pause waits d, or until ctx ends (its error) or the client closes
+// (ErrClosed).
+func (c *Client) pause(ctx context.Context, d time.Duration) error {
+	if c.sleep != nil {
+		c.sleep(ctx, d)
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done(): // the failure that made us wait is the news
+		return ctx.Err()
+	case <-c.stop.Done():
+		return queen.ErrClosed
+	}
+}
+
+// maxRetryAfter caps how long a Retry-After keeps a call waiting (within
+// its ctx) and a server off the ring.
+const maxRetryAfter = 5 * time.Minute
+
+// retryAfter reads a 503 answer's Retry-After, in seconds or as an HTTP
+// date; zero when there is none, it is not one of those, or it is past.
+func retryAfter(a *answer, now time.Time) time.Duration {
+	if a.status != http.StatusServiceUnavailable || a.retryAfter == "" {
+		return 0
+	}
+	var d time.Duration
+	if n, err := strconv.ParseUint(a.retryAfter, 10, 32); err == nil {
+		d = time.Duration(n) * time.Second
+	} else if t, err := http.ParseTime(a.retryAfter); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), maxRetryAfter)
 }
 
 func statusOf(a *answer) int {
@@ -125,12 +191,12 @@ func statusOf(a *answer) int {
 	return a.status
 }
 
-// once sends one try of req.
-func (c *Client) once(ctx context.Context, req *request, body []byte) (*answer, error) {
+// once sends one try of req to srv.
+func (c *Client) once(ctx context.Context, srv *server, req *request, body []byte) (*answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout+req.extra)
 	defer cancel()
 	defer context.AfterFunc(c.stop, cancel)()
-	u := c.urlOf(req)
+	u := urlOf(srv, req)
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -159,20 +225,25 @@ func (c *Client) once(ctx context.Context, req *request, body []byte) (*answer, 
 	if len(data) > maxAnswer {
 		return nil, fmt.Errorf("answer larger than %d bytes", maxAnswer)
 	}
-	return &answer{status: res.StatusCode, body: data}, nil
+	return &answer{status: res.StatusCode, body: data, retryAfter: res.Header.Get("Retry-After")}, nil
 }
 
-func (c *Client) urlOf(req *request) string {
-	s := c.base.String() + req.path
+func urlOf(srv *server, req *request) string {
+	s := srv.base.String() + req.path
 	if len(req.query) > 0 {
 		s += "?" + req.query.Encode()
 	}
 	return s
 }
 
-// redacted is the request's URL for error messages.
+// redacted is the request's URL for error messages, on the server its
+// last try went to.
 func (c *Client) redacted(req *request) string {
-	return req.method + " " + c.base.Redacted() + req.path
+	base := c.base
+	if req.at != nil {
+		base = req.at.base
+	}
+	return req.method + " " + base.Redacted() + req.path
 }
 
 // notSent reports a failure before the request reached the server: it is
@@ -197,3 +268,7 @@ func pathOf(segs ...string) string {
 	}
 	return sb.String()
 }
+
+// machineNow is the machine's clock. A context's deadline is on it, not on
+// the broker's clock (Options.Clock), so it is read only to compare with one.
+var machineNow = time.Now

@@ -55,6 +55,63 @@
 // not repeated: a lost answer is a [*TransportError], and the caller
 // decides (an unsettled message comes back when its lease runs out).
 //
+// # Several servers
+//
+// A Queen deployment scales out as several stateless servers over one
+// PostgreSQL database; a client can be given all of them, as a
+// comma-separated list (the form of a QUEEN_URL variable) or in
+// [Options].URLs:
+//
+//	c, err := remote.Dial("http://q1:6632,http://q2:6632,http://q3:6632", nil)
+//
+// Pops go where Queen's other SDKs send them, so that the replicas of one
+// group polling one partition, whatever their language, meet on one server
+// and do not contend for the partition's lease across servers. A pop's
+// affinity key is "queue:partition:group": "*" for a pop of no named
+// partition (the Default partition is keyed "*" too, as Queen's SDKs do),
+// and __QUEUE_MODE__ for no group. A push whose items share one queue and
+// partition is keyed as that lane's queue-mode pop; every other call (a
+// push of several lanes, acks, renewals, transactions, admin calls) goes
+// round-robin over the healthy servers. Acks and renewals of a lease taken
+// through one server may go to any other: the servers share the storage,
+// and the lease is in it (as it is for several httpapi handlers of one
+// [queen.Broker]). Do not list servers that do not share one storage, such
+// as two cmd/queen processes with their own data directories: each would
+// see only what was sent to it (see docs/cluster.md, Deployments).
+//
+// The ring: each server URL, without a trailing "/", gets
+// [DefaultVirtualNodes] points (or [Options].VirtualNodes), at
+// fnv1a(url + "#vnode" + i) for i = 0 … n−1, FNV-1a being the 32-bit hash
+// of the UTF-8 bytes; the points are sorted by hash. A key goes to the
+// server of the first point whose hash is at least fnv1a(key), or to that
+// of the last point when none is (it does not wrap to the first). Vectors:
+// fnv1a("") = 2166136261, fnv1a("a") = 0xe40c292c, fnv1a("foobar") =
+// 0xbf9cf968, and over http://queen-1:6632, http://queen-2:6632 and
+// http://queen-3:6632 with 128 points each:
+//
+//	orders:*:__QUEUE_MODE__  queen-3   (queen-3 down: queen-1)
+//	orders:*:billing         queen-2   (queen-3 down: queen-2; queen-2 down: queen-1)
+//	emails:*:__QUEUE_MODE__  queen-1
+//	jobs:*:workers           queen-3   (queen-3 down: queen-1)
+//	q145:*:__QUEUE_MODE__    queen-1   (above every point: the last one's)
+//
+// Health: a transport failure or a 5xx answer (other than a 501: the
+// server lacks the route) takes the server off the ring, and the calls it would have served go to
+// the next server on it; a 4xx or a 429 is an answer and changes nothing.
+// The server comes back after [Options].ReadmitBackoff (1 s), doubled for
+// each failure in a row up to ReadmitBackoffMax (30 s), measured on
+// [Options].Clock, or at once when it answers a call; the calls in flight
+// to it when it went down count as one failure. A repeatable call (see
+// Retries) that failed on one server is retried on another at once; with
+// no healthy server left it is sent, after the retry back-off, to the one
+// due back first. A 503 with a Retry-After (seconds, or an HTTP date read
+// on the client's clock, at most 5 minutes) keeps the server off the ring
+// at least that long and, when no other server is healthy, makes a
+// repeatable call wait that long: if its ctx would end first, the 503 is
+// returned at once. A call that is not repeatable never waits.
+// [Client.Servers] reports each server's health, [Client.ServerFor] where
+// a key goes now, and [Client.BaseURL] the first server.
+//
 // # Queen's own server
 //
 // Queen's server answers some exchanges differently from cmd/queen (see

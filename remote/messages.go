@@ -135,7 +135,8 @@ func (c *Client) Push(ctx context.Context, items []queen.PushItem) ([]queen.Push
 		return results, nil
 	}
 	var out []pushResultJSON
-	a, err := c.send(ctx, &request{op: "push", method: http.MethodPost, path: "/api/v1/push", body: map[string]any{"items": wire}, safe: true})
+	a, err := c.send(ctx, &request{op: "push", method: http.MethodPost, path: "/api/v1/push", body: map[string]any{"items": wire}, safe: true,
+		route: pushRoute(items)})
 	if err != nil {
 		return nil, err
 	}
@@ -323,7 +324,7 @@ func (c *Client) Pop(ctx context.Context, req queen.PopRequest) (*queen.PopResul
 			return nil, err
 		}
 	}
-	r := &request{op: "pop", method: http.MethodGet, path: path, query: q, safe: true}
+	r := &request{op: "pop", method: http.MethodGet, path: path, query: q, safe: true, route: popRoute(&req)}
 	if req.Wait && req.Queue != "" {
 		r.extra = waitOf(&req)
 	}

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -89,15 +90,39 @@ type Options struct {
 	// Defaults to the system clock; tests inject a fake one.
 	Clock queen.Clock
 
-	// Server says which kind of server BaseURL is. Defaults to
-	// [ServerDetect].
+	// Server says which kind of server BaseURL is (all of them, for
+	// several). Defaults to [ServerDetect].
 	Server Server
+
+	// URLs lists the servers' base URLs, for a [Dial] given "" as its
+	// baseURL; naming them in both places is an [*queen.ArgumentError].
+	// Defaults to the servers of Dial's baseURL.
+	URLs []string
+
+	// VirtualNodes is how many points each server has on the affinity ring
+	// (see the package doc, "Several servers"). Clients that must agree on
+	// where a key goes must use the same number. Defaults to
+	// [DefaultVirtualNodes].
+	VirtualNodes int
+
+	// ReadmitBackoff is how long a server that failed (a transport error
+	// or a 5xx answer) stays off the ring before calls are sent to it
+	// again; it doubles for each further failure in a row, up to
+	// ReadmitBackoffMax, and is at least a 503's Retry-After. Defaults to
+	// 1 second.
+	ReadmitBackoff time.Duration
+
+	// ReadmitBackoffMax caps ReadmitBackoff's doubling. Defaults to 30
+	// seconds, and is never below ReadmitBackoff.
+	ReadmitBackoffMax time.Duration
 }
 
 // Client is a [queen.Client] over HTTP. Make one with [Dial]; it is safe
 // for concurrent use and holds idle connections until [Client.Close].
 type Client struct {
-	base    *url.URL
+	base    *url.URL // the first server's
+	servers *servers
+	sleep   func(ctx context.Context, d time.Duration) // a test's, instead of waiting
 	hc      *http.Client
 	ownHC   bool
 	token   string
@@ -119,40 +144,45 @@ var _ queen.Client = (*Client)(nil)
 
 // Dial returns a client of the server at baseURL (scheme, host, and the
 // prefix the API is mounted under, if any: "http://host:6632" or
-// "https://host/queen"). It does not contact the server: the first call
-// does, so an unreachable server fails that call within its ctx. opts may
-// be nil.
+// "https://host/queen"), or of several servers, their base URLs separated
+// by commas (the form of a QUEEN_URL variable:
+// "http://q1:6632,http://q2:6632"), which may instead be listed in
+// [Options].URLs with baseURL "". Each is validated; see the package doc,
+// "Several servers", for which server a call goes to. Dial does not
+// contact any server: the first call does, so an unreachable server fails
+// that call within its ctx. opts may be nil.
 func Dial(baseURL string, opts *Options) (*Client, error) {
-	u, err := url.Parse(baseURL)
-	if err != nil {
-		return nil, &queen.ArgumentError{Field: "baseURL", Reason: err.Error()}
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, &queen.ArgumentError{Field: "baseURL", Reason: fmt.Sprintf("scheme must be http or https, not %q", u.Scheme)}
-	}
-	if u.Host == "" {
-		return nil, &queen.ArgumentError{Field: "baseURL", Reason: "has no host"}
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return nil, &queen.ArgumentError{Field: "baseURL", Reason: "must not have a query or fragment"}
-	}
-	u.Path = strings.TrimRight(u.Path, "/")
-	u.RawPath = ""
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
+	raws, field := strings.Split(baseURL, ","), "baseURL"
 	switch {
-	case o.RequestTimeout < 0:
-		return nil, &queen.ArgumentError{Field: "Options.RequestTimeout", Reason: "must not be negative"}
-	case o.RetryBackoff < 0:
-		return nil, &queen.ArgumentError{Field: "Options.RetryBackoff", Reason: "must not be negative"}
-	case o.DrainTimeout < 0:
-		return nil, &queen.ArgumentError{Field: "Options.DrainTimeout", Reason: "must not be negative"}
+	case baseURL != "" && len(o.URLs) > 0:
+		return nil, &queen.ArgumentError{Field: "Options.URLs", Reason: "name the servers in baseURL or in Options.URLs, not both"}
+	case len(o.URLs) > 0:
+		raws, field = o.URLs, "Options.URLs"
+	}
+	list, err := parseServers(raws, field)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range []struct {
+		field string
+		d     time.Duration
+	}{{"RequestTimeout", o.RequestTimeout}, {"RetryBackoff", o.RetryBackoff}, {"DrainTimeout", o.DrainTimeout},
+		{"ReadmitBackoff", o.ReadmitBackoff}, {"ReadmitBackoffMax", o.ReadmitBackoffMax}} {
+		if d.d < 0 {
+			return nil, &queen.ArgumentError{Field: "Options." + d.field, Reason: "must not be negative"}
+		}
+	}
+	switch {
 	case o.Server < ServerDetect || o.Server > ServerQueen:
 		return nil, &queen.ArgumentError{Field: "Options.Server", Reason: fmt.Sprintf("unknown value %d", int(o.Server))}
+	case o.VirtualNodes < 0:
+		return nil, &queen.ArgumentError{Field: "Options.VirtualNodes", Reason: "must not be negative"}
 	}
-	c := &Client{base: u, hc: o.HTTPClient, token: o.Token, timeout: o.RequestTimeout, retries: o.Retries,
+	c := &Client{base: list[0].base, hc: o.HTTPClient, token: o.Token, timeout: o.RequestTimeout, retries: o.Retries,
 		backoff: o.RetryBackoff, log: o.Logger}
 	if c.hc == nil {
 		tr := o.Transport
@@ -179,6 +209,8 @@ func Dial(baseURL string, opts *Options) (*Client, error) {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	c.server.Store(int32(o.Server))
+	c.servers = newServers(list, cmp.Or(o.VirtualNodes, DefaultVirtualNodes), cmp.Or(o.ReadmitBackoff, time.Second),
+		max(cmp.Or(o.ReadmitBackoffMax, 30*time.Second), cmp.Or(o.ReadmitBackoff, time.Second)), nowOf(o.Clock))
 	c.stop, c.cancel = context.WithCancel(context.Background())
 	c.rt = queen.NewRuntime(c, &queen.RuntimeOptions{DrainTimeout: o.DrainTimeout, Logger: c.log, Observer: o.Observer, Clock: o.Clock})
 	return c, nil
@@ -221,8 +253,18 @@ func (c *Client) Admin() *queen.Admin { return c.rt.Admin() }
 func (c *Client) Now() time.Time { return c.rt.Now() }
 
 // BaseURL returns the URL the client was dialled with, without a trailing
-// slash.
+// slash: the first one, when it was dialled with several (see
+// [Client.Servers]).
 func (c *Client) BaseURL() string { return c.base.String() }
+
+// nowOf returns the time source of the servers' health: the client's
+// clock.
+func nowOf(clock queen.Clock) func() time.Time {
+	if clock == nil {
+		return time.Now
+	}
+	return clock.Now
+}
 
 // serverKind returns the kind of server, asking GET /health once if it is
 // not known yet. A server that cannot be asked is taken for ours until it

@@ -54,6 +54,19 @@
 // On SIGTERM or SIGINT it stops accepting connections, ends every parked
 // long-poll at once (they answer 204), lets running requests finish, and
 // closes Badger cleanly. A second signal exits at once.
+//
+// # Subcommands
+//
+// Run with a subcommand as its first argument, it serves nothing:
+//
+//	queen ctl COMMAND ...          operate a running server (queues, groups, lag, dlq, parked,
+//	                               seek, push, tail, maintenance), over package remote
+//	queen backup -o FILE ...       back up a running server (--server) or a stopped -dir
+//	queen restore -dir DIR FILE... rebuild a store from a backup and its increments
+//	queen inspect -dir DIR         report on a stopped store, read-only
+//
+// Each takes --help. They exit 0 on success, 1 when something is not
+// found or refused, 2 on bad usage. See docs/cli.md.
 package main
 
 import (
@@ -154,7 +167,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	publicMetrics := fs.Bool("public-metrics", false, "serve /metrics and /metrics/prometheus without a token, as Queen does (env QUEEN_PUBLIC_METRICS)")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintln(out, "Usage: queen [flags]\n\nRuns the queen broker with Queen's REST API. Flags win over environment variables.\n"+
+		fmt.Fprintln(out, "Usage: queen [flags]\n       queen ctl|backup|restore|inspect ... (--help on each)\n\nRuns the queen broker with Queen's REST API. Flags win over environment variables.\n"+
 			"QUEEN_ENCRYPTION_KEY (64 hex characters) sets the key for encrypted queues.\n"+
 			"JWT_SECRET turns on Queen's HS256 JWTs (role or roles claim: read-only, read-write, admin);\n"+
 			"JWT_ISSUER, JWT_AUDIENCE and JWT_CLOCK_SKEW (seconds, default 30) refine the checks.\n\nFlags:")
@@ -250,14 +263,23 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	if err := c.parseJWT(env); err != nil {
 		return nil, err
 	}
-	if k := strings.TrimSpace(getenv("QUEEN_ENCRYPTION_KEY")); k != "" {
-		key, err := hex.DecodeString(k)
-		if err != nil || len(key) != 32 {
-			return nil, errors.New("QUEEN_ENCRYPTION_KEY must be 64 hexadecimal characters (32 bytes)")
-		}
-		c.encryptionKey = key
+	if c.encryptionKey, err = encryptionKey(getenv); err != nil {
+		return nil, err
 	}
 	return c, nil
+}
+
+// encryptionKey reads QUEEN_ENCRYPTION_KEY: nil when unset.
+func encryptionKey(getenv func(string) string) ([]byte, error) {
+	k := strings.TrimSpace(getenv("QUEEN_ENCRYPTION_KEY"))
+	if k == "" {
+		return nil, nil
+	}
+	key, err := hex.DecodeString(k)
+	if err != nil || len(key) != 32 {
+		return nil, errors.New("QUEEN_ENCRYPTION_KEY must be 64 hexadecimal characters (32 bytes)")
+	}
+	return key, nil
 }
 
 // parseJWT reads Queen's JWT settings. Only HS256 with JWT_SECRET is
@@ -334,6 +356,11 @@ func parseBytes(s string) (int64, error) {
 // -version prints "queen <version>" on stdout; everything else goes to
 // stderr.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		if sub := subcommands[args[0]]; sub != nil {
+			return sub(ctx, args[1:], getenv, stdout, stderr)
+		}
+	}
 	cfg, err := parseConfig(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0

@@ -15,6 +15,8 @@
 //	K id                        parked message
 //	R pid txid 0x00 traceid     trace event
 //	X id                        tombstone of a queue being deleted
+//	F                           store format record
+//	S name                      broker setting (maintenance mode)
 package keys
 
 import "encoding/binary"
@@ -31,7 +33,15 @@ const (
 	Parked     byte = 'K'
 	Trace      byte = 'R'
 	Tombstone  byte = 'X'
+	Format     byte = 'F'
+	Setting    byte = 'S'
 )
+
+// FormatKey is the key of the store's format record.
+func FormatKey() []byte { return []byte{Format} }
+
+// SettingKey is the key of a broker setting.
+func SettingKey(name string) []byte { return append([]byte{Setting}, name...) }
 
 // QueueKey is the metadata key of a queue.
 func QueueKey(name string) []byte { return append([]byte{Queue}, name...) }

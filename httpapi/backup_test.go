@@ -1,0 +1,107 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/httpapi"
+	"github.com/stretchr/testify/require"
+)
+
+// getBackup reads the whole answer of the backup route of the server at
+// url, trailers included.
+func getBackup(t *testing.T, url string) (*http.Response, *bytes.Buffer) {
+	t.Helper()
+	res, err := http.Get(url + "/api/v1/system/backup")
+	require.NoError(t, err)
+	defer res.Body.Close()
+	var body bytes.Buffer
+	_, err = body.ReadFrom(res.Body)
+	require.NoError(t, err)
+	return res, &body
+}
+
+func TestBackupRoute(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil, nil)
+	e.push("q", "", "a", map[string]int{"n": 1})
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
+
+	res, body := getBackup(t, srv.URL)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Equal(t, "application/octet-stream", res.Header.Get("Content-Type"))
+	require.Equal(t, "0", res.Header.Get(httpapi.HeaderBackupSince))
+	next, err := strconv.ParseUint(res.Trailer.Get(httpapi.HeaderBackupNext), 10, 64)
+	require.NoError(t, err, "trailer %v", res.Trailer)
+	require.Positive(t, next)
+	require.Empty(t, res.Trailer.Get(httpapi.HeaderBackupError))
+
+	dir := filepath.Join(t.TempDir(), "r")
+	require.NoError(t, queen.Restore(context.Background(), dir, nil, bytes.NewReader(body.Bytes())))
+	b, err := queen.Open(dir, nil)
+	require.NoError(t, err)
+	defer b.Close()
+	qs, err := b.QueueStats(context.Background(), "q")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), qs.Messages)
+
+	e.fails("GET", "/api/v1/system/backup?since=x", nil, http.StatusBadRequest, "since must be a non-negative integer")
+	e.fails("GET", "/api/v1/system/backup?since="+strconv.FormatUint(next+99, 10), nil, http.StatusBadRequest, "ahead of this store")
+}
+
+func TestBackupRoute_IsAdmin(t *testing.T) {
+	t.Parallel()
+	var level httpapi.Access = -1
+	e := setup(t, nil, &httpapi.Options{Authorize: func(r *http.Request, l httpapi.Access) error {
+		if r.URL.Path == "/api/v1/system/backup" {
+			level = l
+		}
+		return httpapi.ErrForbidden
+	}})
+	rec := e.do("GET", "/api/v1/system/backup", nil)
+	require.Equal(t, http.StatusForbidden, rec.Code)
+	require.Equal(t, httpapi.AccessAdmin, level)
+}
+
+func TestStatus_ReportsTheStore(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil, nil)
+	for i := range 5 {
+		e.push("q", "", strconv.Itoa(i), map[string]string{"pad": "0123456789012345678901234567890123456789"})
+	}
+	st := e.obj("GET", "/api/v1/status", nil, http.StatusOK)
+	store, ok := st["store"].(map[string]any)
+	require.True(t, ok, "%v", st)
+	require.EqualValues(t, queen.StoreFormat, store["format"])
+	require.EqualValues(t, 0, store["diskBytes"], "in memory")
+	queues := store["queues"].([]any)
+	require.Len(t, queues, 1)
+	q := queues[0].(map[string]any)
+	require.Equal(t, "q", q["name"])
+	require.EqualValues(t, 5, q["messages"])
+	require.Greater(t, q["approxBytes"].(float64), float64(5*50))
+}
+
+// TestBackupRoute_OutlivesServerTimeouts: a server whose write timeout
+// passed before the handler ran (1 ns) still streams the whole backup, as
+// a long backup outlives cmd/queen's 2-minute timeouts.
+func TestBackupRoute_OutlivesServerTimeouts(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil, nil)
+	e.push("q", "", "a", map[string]int{"n": 1})
+	srv := httptest.NewUnstartedServer(e.h)
+	srv.Config.WriteTimeout = time.Nanosecond
+	srv.Start()
+	defer srv.Close()
+	res, body := getBackup(t, srv.URL)
+	require.NotEmpty(t, res.Trailer.Get(httpapi.HeaderBackupNext))
+	require.NoError(t, queen.Restore(context.Background(), filepath.Join(t.TempDir(), "r"), nil, bytes.NewReader(body.Bytes())))
+}

@@ -1,0 +1,247 @@
+package queen_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/queenlite/queen"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
+	"github.com/stretchr/testify/require"
+)
+
+// backupChain returns a full backup of a small store and two increments
+// after it, and the broker. The first increment only changes records the
+// full backup has (a cursor), so only the chain's versions tell a restore
+// that it is missing; the second adds a partition. Transaction ids are
+// fixed, so two stores built by backupChain hold the same keys.
+func backupChain(t *testing.T) (b *queen.Broker, full, inc1, inc2 []byte) {
+	t.Helper()
+	b = openStore(t, t.TempDir(), itest.NewClock())
+	for _, p := range []string{"a", "b"} {
+		for i := range 3 {
+			pushOne(t, b, "q", p, fmt.Sprintf("%s-%d", p, i), fmt.Sprintf(`{"i":%d}`, i))
+		}
+	}
+	consume := func() {
+		r := pop(t, b, queen.PopRequest{Queue: "q", Partition: "a", Group: "g", Batch: 1, SubscriptionMode: queen.SubscriptionModeAll})
+		require.Len(t, r.Messages, 1)
+		ackAll(t, b, r.Messages, queen.AckCompleted)
+	}
+	consume()
+	var w bytes.Buffer
+	next, err := b.Backup(bg, &w, 0)
+	require.NoError(t, err)
+	full = bytes.Clone(w.Bytes())
+	consume()
+	w.Reset()
+	next, err = b.Backup(bg, &w, next)
+	require.NoError(t, err)
+	inc1 = bytes.Clone(w.Bytes())
+	pushOne(t, b, "q", "c", "c-0", `{"c":0}`)
+	w.Reset()
+	_, err = b.Backup(bg, &w, next)
+	require.NoError(t, err)
+	inc2 = bytes.Clone(w.Bytes())
+	return b, full, inc1, inc2
+}
+
+func readers(bks ...[]byte) []io.Reader {
+	rs := make([]io.Reader, len(bks))
+	for i, bk := range bks {
+		rs[i] = bytes.NewReader(bk)
+	}
+	return rs
+}
+
+// requireNothingRestored checks that a failed restore left no directory
+// at dir and nothing else beside it.
+func requireNothingRestored(t *testing.T, dir string) {
+	t.Helper()
+	_, err := os.Stat(dir)
+	require.ErrorIs(t, err, os.ErrNotExist, "a failed restore left %s", dir)
+	left, err := os.ReadDir(filepath.Dir(dir))
+	require.NoError(t, err)
+	require.Empty(t, left, "a failed restore left its temporary directory")
+}
+
+func TestRestore_Chain(t *testing.T) {
+	t.Parallel()
+	b, full, inc1, inc2 := backupChain(t)
+	want := observe(t, b)
+
+	dir := filepath.Join(t.TempDir(), "ok")
+	require.NoError(t, queen.Restore(bg, dir, nil, readers(full, inc1, inc2)...))
+	require.Equal(t, want, observe(t, openStore(t, dir, itest.NewClock())))
+
+	for name, bks := range map[string][][]byte{
+		"increment without its base": {inc1},
+		"out of order":               {full, inc2, inc1},
+		"a gap":                      {full, inc2},
+		"a full backup as increment": {full, full},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "store")
+			err := queen.Restore(bg, dir, nil, readers(bks...)...)
+			require.ErrorIs(t, err, queen.ErrBackupChain)
+			requireNothingRestored(t, dir)
+		})
+	}
+	t.Run("an increment of another store", func(t *testing.T) {
+		_, otherFull, otherInc, _ := backupChain(t)
+		require.NotEqual(t, otherFull, full)
+		dir := filepath.Join(t.TempDir(), "store")
+		err := queen.Restore(bg, dir, nil, readers(full, otherInc)...)
+		require.ErrorIs(t, err, queen.ErrBackupChain)
+		requireNothingRestored(t, dir)
+	})
+}
+
+func TestRestore_CorruptOrTruncatedIsRefused(t *testing.T) {
+	t.Parallel()
+	_, full, inc1, _ := backupChain(t)
+	for _, at := range []int{0, 9, 20, 51, 55, len(full) / 2, len(full) - 30, len(full) - 1} {
+		bad := bytes.Clone(full)
+		bad[at] ^= 0x20
+		dir := filepath.Join(t.TempDir(), "store")
+		err := queen.Restore(bg, dir, nil, readers(bad)...)
+		require.ErrorIs(t, err, queen.ErrCorruptBackup, "byte %d of %d flipped", at, len(full))
+		requireNothingRestored(t, dir)
+	}
+	for _, n := range []int{0, 10, 52, 60, len(full) / 2, len(full) - 25, len(full) - 1} {
+		dir := filepath.Join(t.TempDir(), "store")
+		err := queen.Restore(bg, dir, nil, readers(full[:n])...)
+		require.ErrorIs(t, err, queen.ErrCorruptBackup, "cut to %d of %d bytes", n, len(full))
+		requireNothingRestored(t, dir)
+	}
+	// A corrupt increment fails the restore as a whole: no store from the
+	// full backup alone is left.
+	bad := bytes.Clone(inc1)
+	bad[len(bad)/2] ^= 1
+	dir := filepath.Join(t.TempDir(), "store")
+	require.ErrorIs(t, queen.Restore(bg, dir, nil, readers(full, bad)...), queen.ErrCorruptBackup)
+	requireNothingRestored(t, dir)
+	// Bytes after the end record.
+	require.ErrorIs(t, queen.Restore(bg, dir, nil, readers(append(bytes.Clone(full), 0))...), queen.ErrCorruptBackup)
+	requireNothingRestored(t, dir)
+}
+
+func TestRestore_RefusesANonEmptyDirectory(t *testing.T) {
+	t.Parallel()
+	_, full, _, _ := backupChain(t)
+	dir := filepath.Join(t.TempDir(), "store")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	keep := filepath.Join(dir, "notes.txt")
+	require.NoError(t, os.WriteFile(keep, []byte("mine"), 0o600))
+	err := queen.Restore(bg, dir, nil, readers(full)...)
+	require.ErrorIs(t, err, queen.ErrDirNotEmpty)
+	got, err := os.ReadFile(keep)
+	require.NoError(t, err)
+	require.Equal(t, "mine", string(got))
+	entries, err := os.ReadDir(filepath.Dir(dir))
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "only the directory itself, no temporary one beside it")
+
+	// An existing empty directory is fine.
+	empty := t.TempDir()
+	require.NoError(t, queen.Restore(bg, empty, nil, readers(full)...))
+	r := openStore(t, empty, itest.NewClock())
+	qs, err := r.QueueStats(bg, "q")
+	require.NoError(t, err)
+	require.Equal(t, int64(6), qs.Messages)
+}
+
+func TestRestore_Arguments(t *testing.T) {
+	t.Parallel()
+	_, full, _, _ := backupChain(t)
+	require.ErrorIs(t, queen.Restore(bg, "", nil, readers(full)...), queen.ErrInvalidArgument)
+	require.ErrorIs(t, queen.Restore(bg, filepath.Join(t.TempDir(), "x"), nil), queen.ErrInvalidArgument)
+	require.ErrorIs(t, queen.Restore(bg, filepath.Join(t.TempDir(), "x"), &queen.Options{InMemory: true}, readers(full)...), queen.ErrInvalidArgument)
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	dir := filepath.Join(t.TempDir(), "store")
+	require.ErrorIs(t, queen.Restore(ctx, dir, nil, readers(full)...), context.Canceled)
+	requireNothingRestored(t, dir)
+}
+
+func TestBackup_SinceAheadOfTheStoreIsRefused(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	var w bytes.Buffer
+	next, err := b.Backup(bg, &w, 0)
+	require.NoError(t, err)
+	_, err = b.Backup(bg, &w, next+1000)
+	require.ErrorIs(t, err, queen.ErrInvalidArgument)
+	require.NoError(t, b.Close())
+	_, err = b.Backup(bg, &w, 0)
+	require.ErrorIs(t, err, queen.ErrClosed)
+}
+
+// TestRestore_NewerFormatIsRefused restores a backup whose header says it
+// is of a newer store format (its checksum fixed up): the error names both.
+func TestRestore_NewerFormatIsRefused(t *testing.T) {
+	t.Parallel()
+	_, full, _, _ := backupChain(t)
+	bad := bytes.Clone(full)
+	binary.BigEndian.PutUint32(bad[12:], queen.StoreFormat+1)
+	binary.BigEndian.PutUint32(bad[48:], crc32.Checksum(bad[:48], crc32.MakeTable(crc32.Castagnoli)))
+	dir := filepath.Join(t.TempDir(), "store")
+	err := queen.Restore(bg, dir, nil, readers(bad)...)
+	var ie *queen.IncompatibleStoreError
+	require.True(t, errors.As(err, &ie), "%v", err)
+	require.ErrorIs(t, err, queen.ErrIncompatibleStore)
+	require.Equal(t, queen.StoreFormat+1, ie.Found)
+	require.Equal(t, queen.StoreFormat, ie.Supported)
+	requireNothingRestored(t, dir)
+}
+
+// TestRestore_MissingChunkIsRefused cuts a whole chunk, checksum and all,
+// out of a backup of several: only the end record's count tells.
+func TestRestore_MissingChunkIsRefused(t *testing.T) {
+	t.Parallel()
+	b := openStore(t, t.TempDir(), itest.NewClock())
+	pushPadded(t, b, "big", 3, 200, 4000)
+	var w bytes.Buffer
+	_, err := b.Backup(bg, &w, 0)
+	require.NoError(t, err)
+	full := w.Bytes()
+	var starts []int // offsets of the chunks
+	for at := 52; at < len(full); {
+		starts = append(starts, at)
+		at += 1 + 4 + int(binary.BigEndian.Uint32(full[at+1:])) + 4
+	}
+	require.GreaterOrEqual(t, len(starts), 3, "the test needs a backup of several chunks")
+	cut := append(bytes.Clone(full[:starts[1]]), full[starts[2]:]...)
+	dir := filepath.Join(t.TempDir(), "store")
+	require.ErrorIs(t, queen.Restore(bg, dir, nil, readers(cut)...), queen.ErrCorruptBackup)
+	requireNothingRestored(t, dir)
+}
+
+// TestBackup_IncrementAfterARestart: versions go on across a restart, so
+// an increment taken after one applies over a backup taken before.
+func TestBackup_IncrementAfterARestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	clock := itest.NewClock()
+	b := openStore(t, dir, clock)
+	pushOne(t, b, "q", "", "a", `{"n":1}`)
+	var full, inc bytes.Buffer
+	next, err := b.Backup(bg, &full, 0)
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+	b = openStore(t, dir, clock)
+	pushOne(t, b, "q", "", "b", `{"n":2}`)
+	_, err = b.Backup(bg, &inc, next)
+	require.NoError(t, err)
+	restoredTo := filepath.Join(t.TempDir(), "r")
+	require.NoError(t, queen.Restore(bg, restoredTo, nil, readers(full.Bytes(), inc.Bytes())...))
+	require.Equal(t, observe(t, b), observe(t, openStore(t, restoredTo, clock)))
+}
