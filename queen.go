@@ -323,15 +323,16 @@ type Broker struct {
 
 	callWait time.Duration // closeCallWait; shorter in tests
 
-	w         *writer
-	timers    timerWheel
-	stop      chan struct{}
-	bg        sync.WaitGroup
-	consumer  consumerSet
-	sweeps    []func() error // unfinished queue deletions found by load
-	counters  counters
-	qcounters queueTable  // per-queue counters, for dashboards
-	maint     atomic.Bool // maintenance mode: pops claim nothing (see SetMaintenanceMode)
+	w        *writer
+	timers   timerWheel
+	stop     chan struct{}
+	bg       sync.WaitGroup
+	consumer consumerSet
+	sweeps   []func() error // unfinished queue deletions found by load
+	counters counters
+	maint    atomic.Bool // maintenance mode: pops claim nothing (see SetMaintenanceMode)
+
+	qcounters queueTable // per-queue counters, for dashboards (see QueueCounters)
 
 	opened     time.Time   // on the broker's clock, for Facts
 	lim        storeLimits // sizes of storage transactions (see limitsOf)

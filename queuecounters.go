@@ -156,11 +156,18 @@ func (t *queueTable) countLag(queue string, msgs []*Message, now time.Time) {
 	}
 	qc := t.get(queue)
 	var total, longest int64
+	var buckets [LagBuckets]int32 // summed here: one atomic add a bucket, not a message
+	at := now.UnixMicro()
 	for _, m := range msgs {
-		us := max(now.Sub(m.CreatedAt).Microseconds(), 0)
+		us := max(at-m.CreatedAt.UnixMicro(), 0)
 		total += us
 		longest = max(longest, us)
-		qc.lagBuckets[lagBucket(us)].Add(1)
+		buckets[lagBucket(us)]++
+	}
+	for i, n := range buckets {
+		if n > 0 {
+			qc.lagBuckets[i].Add(int64(n))
+		}
 	}
 	qc.lagCount.Add(int64(len(msgs)))
 	qc.lagTotal.Add(total)

@@ -89,11 +89,13 @@ func round2(f float64) float64 { return math.Round(f*100) / 100 }
 func perSecond(b *history.Bucket, n int64) float64 { return round2(b.PerSecond(n)) }
 
 // workerMetrics serves GET /api/v1/analytics/worker-metrics: the broker's
-// throughput, lag and errors per bucket. This process is Queen's one
-// worker; the event-loop, free-slot, job-queue, backoff,
-// database-connection and database-error fields are 0 (no event loop,
-// no database pool). The *Requests fields count the calls that moved a
-// message (see [queen.QueueCounters].PushBatches).
+// throughput, lag and errors per bucket (timeSeries, oldest first), each
+// queue's lag over the range (queues), this process as the one worker
+// (workers, as in GET /api/v1/status) and the range's totals (summary).
+// The event-loop, free-slot, job-queue, backoff, database-connection and
+// database-error fields are 0 (no event loop, no database pool). The
+// *Requests fields count the calls that moved a message (see
+// [queen.QueueCounters].PushBatches).
 func (h *handler) workerMetrics(w http.ResponseWriter, r *http.Request) {
 	win, err := h.window(newParams(r))
 	if err != nil {
@@ -101,8 +103,18 @@ func (h *handler) workerMetrics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rows := []map[string]any{}
-	for _, b := range h.series(win) {
+	var sum history.Figures
+	lags := map[string]*history.Figures{}
+	buckets := h.series(win)
+	for _, b := range buckets {
 		t := &b.Totals
+		sum.Add(*t)
+		for _, q := range b.Queues {
+			if lags[q.Name] == nil {
+				lags[q.Name] = &history.Figures{}
+			}
+			lags[q.Name].Add(q.Figures)
+		}
 		rows = append(rows, map[string]any{
 			"timestamp":     msTime(b.Start),
 			"pushPerSecond": perSecond(&b, t.Pushed), "popPerSecond": perSecond(&b, t.Popped), "ackPerSecond": perSecond(&b, t.Acked),
@@ -115,7 +127,21 @@ func (h *handler) workerMetrics(w http.ResponseWriter, r *http.Request) {
 			"lagCount": t.LagCount, "minFreeSlots": 0, "backoffSize": 0,
 		})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"timeSeries": rows, "bucketMinutes": win.minutes, "timeRange": win.timeRange()})
+	queues := []map[string]any{}
+	for _, name := range queueNames(buckets, "") {
+		f := lags[name]
+		queues = append(queues, map[string]any{"queueName": name, "popCount": f.Popped, "avgLagMs": ms(f.AvgLag()), "maxLagMs": ms(f.LagMax)})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"timeSeries": rows, "pointCount": len(rows), "queues": queues, "workers": h.statusSeries(win, nil).workers,
+		"summary": map[string]int64{
+			"totalPushMessages": sum.Pushed, "totalPopMessages": sum.Popped, "totalAckMessages": sum.Acked,
+			"totalPushRequests": sum.PushBatches, "totalPopRequests": sum.PopBatches, "totalAckRequests": sum.AckBatches,
+			"totalDbErrors": 0, "totalAckFailed": sum.AckFailed, "totalDlq": sum.DeadLettered,
+			"pendingMessages": max(sum.Pushed-sum.Popped, 0),
+		},
+		"bucketMinutes": win.minutes, "timeRange": win.timeRange(),
+	})
 }
 
 // stat is Queen's avg/max/min/last of a gauge over a bucket.
@@ -189,7 +215,7 @@ func (h *handler) systemMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 	replicas := []map[string]any{}
 	if len(points) > 0 {
-		replicas = append(replicas, map[string]any{"hostname": hostname(), "port": 0, "workerId": "0", "timeSeries": points})
+		replicas = append(replicas, map[string]any{"hostname": hostname(), "port": 0, "workerId": 0, "timeSeries": points})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"replicas": replicas, "replicaCount": len(replicas), "pointCount": len(points),
@@ -197,8 +223,18 @@ func (h *handler) systemMetrics(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// queueFilter reads the optional queue parameter of the per-queue routes.
-func queueFilter(p *params) string { return p.name("queue") }
+// queueWindow reads the range and the optional queue of the per-queue
+// routes; on a bad parameter it answers 400 and returns false.
+func (h *handler) queueWindow(w http.ResponseWriter, r *http.Request) (analyticsWindow, string, bool) {
+	p := newParams(r)
+	only := p.name("queue")
+	win, err := h.window(p)
+	if err != nil {
+		h.writeError(w, r, err)
+		return analyticsWindow{}, "", false
+	}
+	return win, only, true
+}
 
 // queueNames returns the names of the queues the buckets hold, sorted.
 func queueNames(buckets []history.Bucket, only string) []string {
@@ -220,11 +256,8 @@ func queueNames(buckets []history.Bucket, only string) []string {
 // (parkedCount, the mean of the bucket's samples, as Queen's gauge), and
 // partitions created and deleted.
 func (h *handler) queueOps(w http.ResponseWriter, r *http.Request) {
-	p := newParams(r)
-	only := queueFilter(p)
-	win, err := h.window(p)
-	if err != nil {
-		h.writeError(w, r, err)
+	win, only, ok := h.queueWindow(w, r)
+	if !ok {
 		return
 	}
 	buckets := h.series(win)
@@ -250,20 +283,20 @@ func (h *handler) queueOps(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// queueLag serves GET /api/v1/analytics/queue-lag: per bucket and queue
-// that popped something, the mean and longest wait of what it popped.
+// queueLag serves GET /api/v1/analytics/queue-lag: per bucket (newest
+// first, as Queen) and queue, the mean and longest wait of what it popped
+// (0 in a bucket where it popped nothing).
 func (h *handler) queueLag(w http.ResponseWriter, r *http.Request) {
-	p := newParams(r)
-	only := queueFilter(p)
-	win, err := h.window(p)
-	if err != nil {
-		h.writeError(w, r, err)
+	win, only, ok := h.queueWindow(w, r)
+	if !ok {
 		return
 	}
 	rows := []map[string]any{}
-	for _, b := range h.series(win) {
+	buckets := h.series(win)
+	for i := len(buckets) - 1; i >= 0; i-- {
+		b := &buckets[i]
 		for _, q := range b.Queues {
-			if q.LagCount == 0 || (only != "" && q.Name != only) {
+			if only != "" && q.Name != only {
 				continue
 			}
 			rows = append(rows, map[string]any{
@@ -280,11 +313,8 @@ func (h *handler) queueLag(w http.ResponseWriter, r *http.Request) {
 // (completedRetentionMsgs) and MaxWaitTime (evictionMsgs) removed, of
 // every queue or of the one named by queue, and their totals.
 func (h *handler) retention(w http.ResponseWriter, r *http.Request) {
-	p := newParams(r)
-	only := queueFilter(p)
-	win, err := h.window(p)
-	if err != nil {
-		h.writeError(w, r, err)
+	win, only, ok := h.queueWindow(w, r)
+	if !ok {
 		return
 	}
 	rows := []map[string]any{}
@@ -318,11 +348,8 @@ func (h *handler) retention(w http.ResponseWriter, r *http.Request) {
 // the long-polls parked on each queue per bucket (as queue-ops'
 // parkedCount), all on this process, Queen's one replica.
 func (h *handler) queueParkedReplicas(w http.ResponseWriter, r *http.Request) {
-	p := newParams(r)
-	only := queueFilter(p)
-	win, err := h.window(p)
-	if err != nil {
-		h.writeError(w, r, err)
+	win, only, ok := h.queueWindow(w, r)
+	if !ok {
 		return
 	}
 	host := hostname()
@@ -333,13 +360,13 @@ func (h *handler) queueParkedReplicas(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			rows = append(rows, map[string]any{
-				"bucket": msTime(b.Start), "queueName": q.Name, "hostname": host, "workerId": "0", "parkedCount": round2(q.ParkedPops),
+				"bucket": msTime(b.Start), "queueName": q.Name, "hostname": host, "workerId": 0, "parkedCount": round2(q.ParkedPops),
 			})
 		}
 	}
 	replicas := []map[string]any{}
 	if len(rows) > 0 {
-		replicas = append(replicas, map[string]any{"hostname": host, "port": 0, "workerId": "0"})
+		replicas = append(replicas, map[string]any{"hostname": host, "port": 0, "workerId": 0})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"series": rows, "replicas": replicas, "bucketMinutes": win.minutes, "timeRange": win.timeRange(),

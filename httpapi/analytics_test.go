@@ -188,6 +188,17 @@ func TestAnalytics_WorkerMetrics(t *testing.T) {
 	require.Equal(t, 0.07, second["pushPerSecond"], "7 pushes over 100 s")
 	require.Equal(t, 0.0, second["popPerSecond"])
 	require.Equal(t, "read-only", c.levels["/api/v1/analytics/worker-metrics"])
+	require.Equal(t, 2.0, res["pointCount"])
+	require.Equal(t, []any{
+		map[string]any{"queueName": "mail", "popCount": 0.0, "avgLagMs": 0.0, "maxLagMs": 0.0},
+		map[string]any{"queueName": "orders", "popCount": 40.0, "avgLagMs": 9000.0, "maxLagMs": 10000.0},
+	}, res["queues"], "each queue's lag over the range")
+	sum := res["summary"].(map[string]any)
+	require.Equal(t, 127.0, sum["totalPushMessages"])
+	require.Equal(t, 40.0, sum["totalPopMessages"])
+	require.Equal(t, 87.0, sum["pendingMessages"])
+	require.Equal(t, 10.0, sum["totalAckFailed"])
+	require.Len(t, res["workers"], 1)
 
 	none := c.obj("GET", "/api/v1/analytics/worker-metrics?from="+c.at(time.Hour)+"&to="+c.at(2*time.Hour), nil, http.StatusOK)
 	require.Equal(t, []any{}, none["timeSeries"], "no sample in range")
@@ -268,20 +279,27 @@ func TestAnalytics_QueueOps(t *testing.T) {
 	require.Equal(t, "read-only", c.levels["/api/v1/analytics/queue-ops"])
 }
 
-// TestAnalytics_QueueLag lists the buckets and queues that popped, with
-// their lag.
+// TestAnalytics_QueueLag lists, newest bucket first, each queue's lag:
+// what it popped, or zeros.
 func TestAnalytics_QueueLag(t *testing.T) {
 	t.Parallel()
 	c := chartSetup(t)
 	c.traffic()
 	got := rows(t, c.call("GET", "/api/v1/analytics/queue-lag?from="+c.at(0)+"&to="+c.at(2*time.Minute), nil, http.StatusOK), "")
-	require.Len(t, got, 1, "only orders popped")
-	requireKeys(t, got[0], "bucketTime queueName avgLagMs maxLagMs popCount")
-	require.Equal(t, c.stamp(0), got[0]["bucketTime"])
-	require.Equal(t, "orders", got[0]["queueName"])
-	require.Equal(t, 9000.0, got[0]["avgLagMs"])
-	require.Equal(t, 10000.0, got[0]["maxLagMs"])
-	require.Equal(t, 40.0, got[0]["popCount"])
+	require.Len(t, got, 4, "two buckets, two queues")
+	for _, r := range got {
+		requireKeys(t, r, "bucketTime queueName avgLagMs maxLagMs popCount")
+	}
+	require.Equal(t, c.stamp(time.Minute), got[0]["bucketTime"], "newest first")
+	orders := got[3]
+	require.Equal(t, c.stamp(0), orders["bucketTime"])
+	require.Equal(t, "orders", orders["queueName"])
+	require.Equal(t, 9000.0, orders["avgLagMs"])
+	require.Equal(t, 10000.0, orders["maxLagMs"])
+	require.Equal(t, 40.0, orders["popCount"])
+	require.Equal(t, map[string]any{"bucketTime": c.stamp(0), "queueName": "mail", "avgLagMs": 0.0, "maxLagMs": 0.0, "popCount": 0.0}, got[2])
+	only := c.call("GET", "/api/v1/analytics/queue-lag?queue=orders&from="+c.at(0)+"&to="+c.at(2*time.Minute), nil, http.StatusOK)
+	require.Len(t, only, 2)
 	require.Equal(t, "read-only", c.levels["/api/v1/analytics/queue-lag"])
 }
 

@@ -35,6 +35,8 @@ var fuzzRoutes = []struct{ method, path string }{
 	{"POST", "/api/v1/lease/{seg}/extend"},
 	{"GET", "/api/v1/fetch/queue/fz/partition/{seg}"},
 	{"GET", "/api/v1/pop"},
+	{"GET", "/api/v1/analytics/queue-ops"},
+	{"GET", "/api/v1/status"},
 }
 
 // FuzzHandlers sends fuzzed bodies, query strings and path segments to the
@@ -81,6 +83,9 @@ func FuzzHandlers(f *testing.F) {
 		{10, "Default", "from=0&limit=5", ``},
 		{10, "Default", "from=-1&limit=abc", ``},
 		{11, "", "namespace=fz&task=", ``},
+		{12, "", "from=" + itest.Stamp("2026-11-30T11:00:00Z") + "&to=" + itest.Stamp("2026-11-30T12:00:00Z") + "&queue=fz", ``},
+		{12, "", "from=" + itest.Stamp("2026-11-30T12:00:00Z") + "&to=" + itest.Stamp("2026-11-30T11:00:00Z"), ``},
+		{13, "", "from=yesterday&queue=%00", ``},
 	}
 	for _, s := range seeds {
 		f.Add(s.route, s.seg, s.query, []byte(s.body))

@@ -183,10 +183,11 @@ type laggingRow struct {
 
 // laggingGroups serves GET /api/v1/consumer-groups/lagging: partitions
 // whose oldest unsettled message waited at least minLagSeconds (default
-// 3600), most lagging first. worker_id is always null: Queen's dashboard
-// shows it as the consumer working on the partition, and this broker
-// records no consumer identity, only a lease (whose id is a credential
-// for acks, not a name to show).
+// 3600), most lagging first. worker_id is always null. Queen's own server
+// puts the lease id there (observed), which its dashboard shows as the
+// worker; but a lease id is a credential (it acks and extends the lease),
+// and this route is read-only, and this broker records no other consumer
+// identity to show.
 func (h *handler) laggingGroups(w http.ResponseWriter, r *http.Request) {
 	p := newParams(r)
 	minLag := min(p.num("minLagSeconds", 3600), maxDurationUnits)

@@ -67,8 +67,9 @@
 // apart by GET on the same routes. While either is on, the broker is in
 // maintenance mode (see [queen.Broker.SetMaintenanceMode]): pushes are
 // stored, pops deliver nothing (204), and turning both off delivers what
-// was pushed meanwhile. The mode lives in memory: a restarted broker
-// starts with it off.
+// was pushed meanwhile. The broker stores the mode, so a restart keeps
+// it; the two flags are the handler's, and a mode that is on when neither
+// flag was set here (after a restart, or turned by other code) shows both.
 //
 // # Long polls
 //

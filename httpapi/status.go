@@ -135,6 +135,7 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 	body := map[string]any{
 		"timeRange": map[string]any{"from": msTime(from), "to": msTime(to), "bucketMinutes": win.minutes,
 			"pointCount": len(series.throughput)},
+		"bucketMinutes": win.minutes, "pointCount": len(series.throughput),
 		"throughput": series.throughput,
 		"queues":     queues,
 		"messages":   statusMessages{msgs, series.batch, series.requests},

@@ -82,7 +82,7 @@ func (h *handler) statusSeries(win analyticsWindow, names map[string]bool) statu
 			processed += s.Totals.Acked
 		}
 		out.workers = append(out.workers, map[string]any{
-			"hostname": hostname(), "workerId": "0", "lastSeen": msTime(last.At),
+			"hostname": hostname(), "workerId": 0, "lastSeen": msTime(last.At),
 			"avgEventLoopLagMs": 0, "maxEventLoopLagMs": 0, "messagesProcessed": processed,
 			"freeSlots": 0, "dbConnections": 0, "jobQueueSize": 0, "backoffSize": 0,
 		})
