@@ -433,6 +433,7 @@ type run struct {
 	fetchers   int // fetch goroutines still running
 	popping    int // pops in flight
 	stopping   bool
+	giving     int // requestStop calls still giving back pending jobs; the loop is not done before they are
 	abandoned  bool
 	taken      int // messages taken and not given back, for Limit
 	lastActive time.Time
@@ -504,6 +505,14 @@ func (r *run) start(ctx, parent context.Context) {
 			go r.renewLoop()
 		}
 		wg.Wait()
+		// A stop gives back the jobs no worker took on its own goroutine
+		// (a ctx's AfterFunc, Stop, Close): the loop is done, and Execute
+		// returns, once they are given back and reported.
+		r.mu.Lock()
+		for r.giving > 0 {
+			r.cond.Wait()
+		}
+		r.mu.Unlock()
 		close(r.done)
 		r.finish()
 	}()
@@ -577,10 +586,15 @@ func (r *run) requestStop() {
 		r.leaseDone(j)
 	}
 	r.pending = nil
+	r.giving++
 	r.cond.Broadcast()
 	r.mu.Unlock()
 	r.popCancel()
 	r.giveBack(rest)
+	r.mu.Lock()
+	r.giving--
+	r.cond.Broadcast()
+	r.mu.Unlock()
 }
 
 // drain stops the loop and waits for it until deadline or cancel, then

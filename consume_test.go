@@ -500,7 +500,7 @@ func TestConsume_CancelGivesBackWhatWasNotStarted(t *testing.T) {
 			require.False(t, s.Handled)
 		}
 	}
-	require.Equal(t, 5, released)
+	require.Equal(t, 5, released, "%+v popped %d", col.list(), b.Counters().Popped)
 	require.Zero(t, b.Counters().Acked[queen.AckFailed])
 	for _, p := range []string{"A", "B"} {
 		cs := cursorOf(t, b, "q", p, "")
