@@ -69,6 +69,7 @@ type view struct {
 	CanWrite bool // show read-write actions
 	CanAdmin bool // show admin actions
 	LoggedIn bool
+	Nav      bool   // show the page links (not to a visitor still to log in)
 	Result   string // the last action's result
 	Error    string
 	Refresh  int64 // live refresh period in ms; 0 for none
@@ -92,6 +93,7 @@ func (h *handler) newView(w http.ResponseWriter, r *http.Request, page string, d
 	}
 	_, err := r.Cookie(tokenCookie)
 	v.LoggedIn = err == nil
+	v.Nav = page != "login" || v.LoggedIn || h.opts.Authorize == nil
 	// A live refresh leaves the result for the page the browser shows.
 	if r.Method == http.MethodGet && r.Header.Get("X-Console-Live") == "" {
 		v.Result = h.takeResult(w, r)

@@ -97,7 +97,7 @@ func TestConsole_Roles(t *testing.T) {
 	p := e.get("/deadletters")
 	require.Equal(t, http.StatusSeeOther, p.status)
 	require.Equal(t, "/login", p.location)
-	e.ok("/login")
+	require.NotContains(t, e.ok("/login"), "<nav>", "a visitor still to log in sees no page links")
 	p = e.post("/deadletters/replay", form("one", "x"))
 	require.Equal(t, http.StatusUnauthorized, p.status)
 
@@ -121,6 +121,7 @@ func TestConsole_Roles(t *testing.T) {
 	} {
 		t.Run(tc.token, func(t *testing.T) {
 			e.login(tc.token)
+			require.Contains(t, e.ok("/login"), "<nav>", "logged in, the login page links the pages")
 			body := e.ok("/deadletters")
 			id = rows(t, body, "deadletters")[i]
 			for _, a := range actions {
