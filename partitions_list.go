@@ -63,19 +63,11 @@ func (b *Broker) ListPartitions(ctx context.Context, queue string, f PartitionFi
 	if f.Limit == 0 {
 		f.Limit = DefaultPartitionPage
 	}
-	if err := b.enter(); err != nil {
+	q, unlock, err := b.lockQueue(queue)
+	if err != nil {
 		return nil, err
 	}
-	defer b.leave()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
-		return nil, err
-	}
-	q := b.queues[queue]
-	if q == nil {
-		return nil, ErrNotFound
-	}
+	defer unlock()
 	now := b.now()
 	page := &PartitionPage{Queue: b.queueTotals(q, now)}
 	if f.Name != "" {

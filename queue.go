@@ -277,21 +277,36 @@ func (b *Broker) shortenHolds(q *queue, cut int64) {
 	}
 }
 
+// lockQueue enters b and locks b.mu for the queue called name; unlock
+// undoes both. A closed broker's error, or [ErrNotFound] for an unknown
+// queue, leaves nothing locked.
+func (b *Broker) lockQueue(name string) (q *queue, unlock func(), err error) {
+	if err := b.enter(); err != nil {
+		return nil, nil, err
+	}
+	b.mu.Lock()
+	unlock = func() {
+		b.mu.Unlock()
+		b.leave()
+	}
+	if err := b.usable(); err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	if q = b.queues[name]; q == nil {
+		unlock()
+		return nil, nil, ErrNotFound
+	}
+	return q, unlock, nil
+}
+
 // DescribeQueue returns a queue's configuration, or [ErrNotFound].
 func (b *Broker) DescribeQueue(ctx context.Context, name string) (*QueueInfo, error) {
-	if err := b.enter(); err != nil {
+	q, unlock, err := b.lockQueue(name)
+	if err != nil {
 		return nil, err
 	}
-	defer b.leave()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
-		return nil, err
-	}
-	q := b.queues[name]
-	if q == nil {
-		return nil, ErrNotFound
-	}
+	defer unlock()
 	return q.info(), nil
 }
 

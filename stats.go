@@ -128,19 +128,11 @@ func (b *Broker) queueStats(q *queue, withParts bool, now int64) QueueStats {
 // QueueStats describes a queue, its partitions and the cursors of its
 // groups; an unknown queue is [ErrNotFound].
 func (b *Broker) QueueStats(ctx context.Context, name string) (*QueueStats, error) {
-	if err := b.enter(); err != nil {
+	q, unlock, err := b.lockQueue(name)
+	if err != nil {
 		return nil, err
 	}
-	defer b.leave()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
-		return nil, err
-	}
-	q := b.queues[name]
-	if q == nil {
-		return nil, ErrNotFound
-	}
+	defer unlock()
 	qs := b.queueStats(q, true, b.now())
 	return &qs, nil
 }
