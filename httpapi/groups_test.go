@@ -245,7 +245,8 @@ func TestLag_MeasuredOnBrokerClock(t *testing.T) {
 }
 
 // TestNoWallClock: the handler (and package remote, whose clients it may
-// front) takes every "now" from the broker. A call
+// front, and the console and history packages beside it) takes every
+// "now" from the broker. A call
 // to time.Now or time.Since in httpapi's code would measure against the
 // machine's clock while the broker may run on another one.
 func TestNoWallClock(t *testing.T) {
@@ -256,6 +257,12 @@ func TestNoWallClock(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, remote)
 	files = append(files, remote...)
+	for _, dir := range []string{"console", "history"} { // the pages and the series it serves
+		more, err := filepath.Glob(dir + "/*.go")
+		require.NoError(t, err)
+		require.NotEmpty(t, more)
+		files = append(files, more...)
+	}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue

@@ -106,6 +106,10 @@ type handler struct {
 	mux    *http.ServeMux
 	secret []byte // HMAC key of the CSRF tokens, new for each handler
 	pages  *pages
+	// now is the client's clock (both queen.Client implementations have
+	// one, a fake clock included), so ages and charts agree with the
+	// broker's timestamps.
+	now func() time.Time
 }
 
 // New returns the console of c. It panics if c is nil.
@@ -118,6 +122,10 @@ func New(c queen.Client, opts *Options) http.Handler {
 		h.opts = *opts
 	}
 	h.opts.Prefix = strings.TrimRight(h.opts.Prefix, "/")
+	h.now = time.Now // a client of someone else's without a clock: the machine's
+	if n, ok := c.(interface{ Now() time.Time }); ok {
+		h.now = n.Now
+	}
 	if h.opts.Logger != nil {
 		h.log = h.opts.Logger
 	}

@@ -149,13 +149,6 @@ func (h *handler) static(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(b)
 }
 
-func (h *handler) now() time.Time {
-	if n, ok := h.c.(interface{ Now() time.Time }); ok {
-		return n.Now()
-	}
-	return time.Now()
-}
-
 func formatNum(n any) string {
 	var v int64
 	switch x := n.(type) {

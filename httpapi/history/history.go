@@ -11,7 +11,8 @@
 //	rec := history.New(broker, nil) // 10 s samples, 1 h kept
 //	rec.Start()
 //	defer rec.Close()
-//	buckets := rec.Series(time.Now().Add(-time.Hour), time.Now(), time.Minute)
+//	now := broker.Now() // the broker's clock, which the samples are stamped with
+//	buckets := rec.Series(now.Add(-time.Hour), now, time.Minute)
 //
 // # What is counted
 //
