@@ -75,13 +75,17 @@ type pushReq struct {
 	// write in progress (marking them stored); a rolled-back write marks
 	// them unstored again, so the write that replaces it stores them.
 	arrived []*cursor
-	// sizes are the bytes of the message records the write holds, by
-	// queue, for the queues' size samples (see queue.sizeSum).
-	sizes map[*queue]sizeSample
+	// sizes are the bytes of the message records the write holds, a run
+	// of items to one queue per entry (a push is mostly to one queue), for
+	// the queues' size samples (see queue.sizeSum).
+	sizes []sizeSample
 }
 
-// sizeSample is a sum of message sizes.
-type sizeSample struct{ bytes, n int64 }
+// sizeSample is a sum of the sizes of n messages of queue q.
+type sizeSample struct {
+	q        *queue
+	bytes, n int64
+}
 
 // errTxnPushRefused reports a transaction push item the writer could not
 // store (its checks ran before the transaction's acks were applied, so
@@ -742,9 +746,9 @@ func (w *writer) publish(touched map[*partition]int64, ts int64, batch []*writeR
 		if r.push != nil {
 			b.unreserve(r.push)
 			r.push.arrived = nil // written
-			for q, s := range r.push.sizes {
-				q.sizeSum += s.bytes
-				q.sizeN += s.n
+			for _, s := range r.push.sizes {
+				s.q.sizeSum += s.bytes
+				s.q.sizeN += s.n
 			}
 		}
 	}
@@ -767,7 +771,7 @@ func (w *writer) publish(touched map[*partition]int64, ts int64, batch []*writeR
 // applyPush adds a push to txn: dedup, queue-size check, offsets, records.
 func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*partition]int64) error {
 	b := w.b
-	r.sizes = nil // of an earlier attempt that was rolled back
+	r.sizes = r.sizes[:0] // of an earlier attempt that was rolled back
 	parts := make([]*partition, len(r.items))
 	encrypt := make([]bool, len(r.items))
 	limited := make([]bool, len(r.items)) // plain pushes to a queue with a MaxSize
@@ -868,11 +872,13 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*p
 			return err
 		}
 		touched[p]++
-		if r.sizes == nil {
-			r.sizes = make(map[*queue]sizeSample)
+		size := int64(17 + len(val) + len(tk) + 8)
+		if k := len(r.sizes) - 1; k >= 0 && r.sizes[k].q == p.q {
+			r.sizes[k].bytes += size
+			r.sizes[k].n++
+		} else {
+			r.sizes = append(r.sizes, sizeSample{q: p.q, bytes: size, n: 1})
 		}
-		s := r.sizes[p.q]
-		r.sizes[p.q] = sizeSample{s.bytes + int64(17+len(val)+len(tk)+8), s.n + 1}
 		res.Status, res.Offset, res.MessageID = PushQueued, off, id.String()
 	}
 	return nil
