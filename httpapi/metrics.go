@@ -90,6 +90,12 @@ var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
 func escapeLabel(s string) string { return labelEscaper.Replace(s) }
 
+// parkedPopper is the method of [*queen.Broker] behind the
+// queen_pops_waiting gauge.
+type parkedPopper interface {
+	ParkedPops() map[string]int
+}
+
 // prometheus serves GET /metrics/prometheus: counters since the broker
 // opened and gauges of every queue and consumer group.
 func (h *handler) prometheus(w http.ResponseWriter, r *http.Request) {
@@ -179,6 +185,18 @@ func (h *handler) prometheus(w http.ResponseWriter, r *http.Request) {
 	p.family("queen_consumer_inflight_messages", "gauge", "Messages leased to a consumer group on a queue.")
 	for _, g := range groups {
 		p.sample("queen_consumer_inflight_messages", float64(g.InFlight), "queue", g.Queue, "group", g.Group)
+	}
+	if pp, ok := h.b.(parkedPopper); ok {
+		waiting := pp.ParkedPops()
+		names := make([]string, 0, len(waiting))
+		for q := range waiting {
+			names = append(names, q)
+		}
+		sort.Strings(names)
+		p.family("queen_pops_waiting", "gauge", "Long-poll pops of a queue waiting for a message now.")
+		for _, q := range names {
+			p.sample("queen_pops_waiting", float64(waiting[q]), "queue", q)
+		}
 	}
 	p.family("queen_uptime_seconds", "gauge", "Seconds since the HTTP API started.")
 	p.sample("queen_uptime_seconds", float64(int64(h.b.Now().Sub(h.started).Seconds())))

@@ -370,3 +370,25 @@ func TestMetrics_ConsumeOutcomes(t *testing.T) {
 		require.Contains(t, text, line+"\n")
 	}
 }
+
+// TestMetrics_PopsWaiting: a long-poll pop parked on a queue shows in
+// queen_pops_waiting while it waits, and leaves it when it ends.
+func TestMetrics_PopsWaiting(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.b.Pop(ctx, queen.PopRequest{Queue: "jobs", Wait: true, Timeout: time.Minute})
+		done <- err
+	}()
+	require.Eventually(t, func() bool { return e.b.ParkedPops()["jobs"] == 1 }, 10*time.Second, time.Millisecond)
+	text := e.do("GET", "/metrics/prometheus", nil).Body.String()
+	require.Contains(t, text, "# TYPE queen_pops_waiting gauge\n")
+	require.Contains(t, text, `queen_pops_waiting{queue="jobs"} 1`+"\n")
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	text = e.do("GET", "/metrics/prometheus", nil).Body.String()
+	require.NotContains(t, text, `queen_pops_waiting{queue="jobs"}`)
+}

@@ -297,7 +297,11 @@ func TestEndToEnd(t *testing.T) {
 		resp.Body.Close()
 		polled <- resp.StatusCode
 	}()
-	time.Sleep(100 * time.Millisecond) // let it park
+	waitParked := time.Now().Add(20 * time.Second)
+	for !popWaiting(t, client, base, "idle") {
+		require.True(t, time.Now().Before(waitParked), "the long-poll never showed in queen_pops_waiting")
+		time.Sleep(2 * time.Millisecond) // poll interval: the condition is the gauge
+	}
 	start := time.Now()
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	select {
@@ -336,4 +340,17 @@ func make32(b byte) []byte {
 		k[i] = b
 	}
 	return k
+}
+
+// popWaiting reports whether the server's /metrics/prometheus shows a
+// long-poll pop waiting on queue.
+func popWaiting(t *testing.T, client *http.Client, base, queue string) bool {
+	t.Helper()
+	resp, err := client.Get(base + "/metrics/prometheus")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	text, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", text)
+	return strings.Contains(string(text), `queen_pops_waiting{queue="`+queue+`"} 1`+"\n")
 }

@@ -64,6 +64,7 @@ type Collector struct {
 	acked    *prometheus.Desc
 	consumed *prometheus.Desc
 	handlers *prometheus.Desc
+	waiting  *prometheus.Desc
 
 	queues     *prometheus.Desc
 	partitions *prometheus.Desc
@@ -127,6 +128,7 @@ func NewCollector(b *queen.Broker, opts *Options) (*Collector, error) {
 	c.acked = desc("queen_messages_acked_total", "Ack items accepted since the broker opened, by status.", "status")
 	c.consumed = desc("queen_consume_messages_total", "Messages consume loops finished since the broker opened, by outcome.", "outcome")
 	c.handlers = desc("queen_consume_handlers_inflight", "Consume handlers running now.")
+	c.waiting = desc("queen_pops_waiting", "Long-poll pops of a queue waiting for a message now.", "queue")
 	c.queues = desc("queen_queues", "Queues.")
 	c.partitions = desc("queen_partitions", "Partitions over all queues.")
 	c.perQueue = []queueDesc{
@@ -173,6 +175,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.acked
 	ch <- c.consumed
 	ch <- c.handlers
+	ch <- c.waiting
 	ch <- c.queues
 	ch <- c.partitions
 	for _, m := range c.perQueue {
@@ -201,6 +204,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- constMetric(c.consumed, prometheus.CounterValue, float64(s.Consumed[o]), string(o))
 	}
 	ch <- constMetric(c.handlers, prometheus.GaugeValue, float64(s.HandlersInFlight))
+	waiting := c.b.ParkedPops()
+	for _, q := range sortedKeys(waiting) {
+		ch <- constMetric(c.waiting, prometheus.GaugeValue, float64(waiting[q]), q)
+	}
 	c.collectStats(ch)
 	if c.obs != nil {
 		c.obs.Collect(ch)

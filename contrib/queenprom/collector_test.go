@@ -230,6 +230,18 @@ func TestCollector_AgreesWithHTTPAPI(t *testing.T) {
 	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
 	traffic(t, b)
 	clock.Advance(7 * time.Second)
+	// A long-poll waiting on a queue, for queen_pops_waiting.
+	ctx, cancel := context.WithCancel(context.Background())
+	popped := make(chan error, 1)
+	go func() {
+		_, err := b.Pop(ctx, queen.PopRequest{Queue: "idle", Wait: true, Timeout: time.Minute})
+		popped <- err
+	}()
+	defer func() {
+		cancel()
+		require.ErrorIs(t, <-popped, context.Canceled)
+	}()
+	require.Eventually(t, func() bool { return b.ParkedPops()["idle"] == 1 }, 10*time.Second, time.Millisecond)
 
 	rec := httptest.NewRecorder()
 	httpapi.New(b, nil).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics/prometheus", nil))
@@ -250,6 +262,8 @@ func TestCollector_AgreesWithHTTPAPI(t *testing.T) {
 		ours[mf.GetName()] = mf
 	}
 	require.NotEmpty(t, served)
+	require.Contains(t, served, "queen_pops_waiting")
+	require.Len(t, served["queen_pops_waiting"].GetMetric(), 1)
 	for name, mf := range served {
 		o, ok := ours[name]
 		require.True(t, ok, "collector lacks %s", name)
