@@ -62,3 +62,12 @@ func holdAt(hook *atomic.Pointer[func()]) (held <-chan struct{}, release func())
 	release = func() { once.Do(func() { close(gate) }) }
 	return at, release
 }
+
+// SetLockWaitForTest replaces what Open does between its tries of a
+// directory whose lock is held; restore puts it back. Only for tests that
+// are not parallel: the hook is the package's.
+func SetLockWaitForTest(f func(attempt int)) (restore func()) {
+	old := lockWait
+	lockWait = f
+	return func() { lockWait = old }
+}

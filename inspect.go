@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/dgraph-io/badger/v4"
 )
@@ -147,8 +146,8 @@ func Inspect(ctx context.Context, dir string, opts *Options) (*StoreReport, erro
 	if err != nil {
 		return nil, err
 	}
-	db, err := badger.Open(bo.WithReadOnly(true))
-	if err != nil && (errors.Is(err, syscall.EWOULDBLOCK) || strings.Contains(err.Error(), "Another process is using this Badger database")) {
+	db, err := openBadger(bo.WithReadOnly(true))
+	if errors.Is(err, errLockHeld) {
 		return nil, fmt.Errorf("%w: %s is open in a broker", ErrLocked, dir)
 	}
 	if err != nil {

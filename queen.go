@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -341,7 +340,9 @@ type Broker struct {
 
 // Open opens (creating if needed) a broker stored in dir. With
 // Options.InMemory, dir must be "" and nothing touches the disk. A
-// directory already open, in this process or another, is [ErrLocked].
+// directory already open, in this process or another, is [ErrLocked],
+// after a quarter of a second of retries (a lock just let go can be held
+// for milliseconds by a subprocess being started).
 func Open(dir string, opts *Options) (*Broker, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -351,11 +352,8 @@ func Open(dir string, opts *Options) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := badger.Open(bo)
-	if err != nil && (errors.Is(err, syscall.EWOULDBLOCK) || strings.Contains(err.Error(), "Another process is using this Badger database")) {
-		// Badger's flock on the directory is held, by this process or
-		// another; Badger reports it in text only (its wrapping drops the
-		// errno), hence the match on its message.
+	db, err := openBadger(bo)
+	if errors.Is(err, errLockHeld) {
 		return nil, fmt.Errorf("%w: %s is open in another broker", ErrLocked, dir)
 	}
 	if err != nil {

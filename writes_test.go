@@ -242,6 +242,41 @@ func TestLimits_PayloadOverDiskLimit(t *testing.T) {
 	require.NoError(t, b.Ping(bg))
 }
 
+// TestOpen_LockReleasedWhileRetrying: a directory lock that is let go
+// while Open waits between its tries (as a lock a forked child holds until
+// its exec is) does not fail Open. Not parallel: it sets the package's
+// wait hook.
+func TestOpen_LockReleasedWhileRetrying(t *testing.T) {
+	dir := t.TempDir()
+	holder := itest.OpenDir(t, dir, nil)
+	var waits []int
+	defer queen.SetLockWaitForTest(func(attempt int) {
+		waits = append(waits, attempt)
+		if attempt == 1 {
+			require.NoError(t, holder.Close())
+		}
+	})()
+	b, err := queen.Open(dir, nil)
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+	require.Equal(t, []int{0, 1}, waits, "two waits: the lock was let go during the second")
+}
+
+// TestOpen_LockHeldAfterRetries: a lock held throughout is ErrLocked once
+// Open has waited eight times (255 ms), with nothing opened.
+func TestOpen_LockHeldAfterRetries(t *testing.T) {
+	dir := t.TempDir()
+	holder := itest.OpenDir(t, dir, nil)
+	waits := 0
+	defer queen.SetLockWaitForTest(func(int) { waits++ })()
+	_, err := queen.Open(dir, nil)
+	require.ErrorIs(t, err, queen.ErrLocked)
+	require.Equal(t, 8, waits)
+	_, err = queen.Inspect(bg, dir, nil)
+	require.ErrorIs(t, err, queen.ErrLocked)
+	require.NoError(t, holder.Close())
+}
+
 // TestOpen_DirectoryInUse: opening a directory a broker already has open
 // is ErrLocked (it was Badger's text), from this process and from another.
 func TestOpen_DirectoryInUse(t *testing.T) {
