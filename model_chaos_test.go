@@ -76,23 +76,18 @@ type chaos struct {
 	mu       sync.Mutex
 	errs     []string
 	counts   map[string]int
-	epoch    map[string]int            // per queue/group: bumped as anything that may move the group back starts, and as it returns
-	moving   map[string]int            // per queue/group: how many such operations run now
-	settled  map[string]chaosSettled   // group/pid/offset → when settled
-	tick     int64                     // bookkeeping order: one more at each pop's start and each settle
-	attempts map[string]map[int]bool   // group/pid/offset/epoch → attempts seen
-	letters  map[string]chaosLetterRef // letter ids seen
+	epoch    map[string]int          // per queue/group: bumped as anything that may move the group back starts, and as it returns
+	moving   map[string]int          // per queue/group: how many such operations run now
+	settled  map[string]chaosSettled // group/pid/offset → when settled
+	tick     int64                   // bookkeeping order: one more at each pop's start and each settle
+	attempts map[string]map[int]bool // group/pid/offset/epoch → attempts seen
 	restarts int
 	txn      atomic.Int64
 }
 
-type chaosLetterRef struct {
-	dead bool
-}
-
 func newChaos(t *testing.T, seed uint64, disk bool) *chaos {
 	c := &chaos{t: t, seed: seed, disk: disk, clock: itest.NewClock(), counts: map[string]int{}, epoch: map[string]int{}, moving: map[string]int{},
-		settled: map[string]chaosSettled{}, attempts: map[string]map[int]bool{}, letters: map[string]chaosLetterRef{}}
+		settled: map[string]chaosSettled{}, attempts: map[string]map[int]bool{}}
 	c.opts = &queen.Options{Clock: c.clock, MaintenanceInterval: time.Hour, EncryptionKey: modelKey, MemoryBudget: modelBudget}
 	if disk {
 		c.dir = t.TempDir()

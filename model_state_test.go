@@ -334,21 +334,6 @@ func (m *seqModel) dropLease(c *smCursor) {
 	clear(c.att)
 }
 
-// expire marks leases the clock ran past.
-func (m *seqModel) expire() {
-	now := m.now()
-	for _, q := range m.queues {
-		for _, g := range q.groups {
-			for _, c := range g.cursors {
-				if l := c.lease; l != nil && !l.released && !l.lost && l.expires <= now {
-					l.expired = true
-					c.lease, c.flights = nil, nil
-				}
-			}
-		}
-	}
-}
-
 // addGroup makes g join q, with a cursor in every partition at its start point.
 func (m *seqModel) addGroup(q *smQueue, g *smGroup) {
 	g.cursors = map[string]*smCursor{}

@@ -1126,14 +1126,6 @@ func (m *seqModel) opReopen() {
 	m.verify()
 }
 
-// startOffset is where a cursor the broker creates for g in p starts.
-func (m *seqModel) startOffset(g *smGroup, p *smPart) int64 {
-	if g.mode == "timestamp" && g.from > p.created {
-		return p.firstAtOrAfter(g.from)
-	}
-	return p.first
-}
-
 // checkClosed checks a closed broker refuses everything with ErrClosed.
 func (m *seqModel) checkClosed() {
 	m.emit("_, err = b.Push(ctx, []queen.PushItem{{Queue: \"q0\"}})")

@@ -131,10 +131,6 @@ func badgerOptions(dir string, o Options) (badger.Options, error) {
 // value log on disk (see sizeMemory).
 const vlogThreshold = 128
 
-// skiplistNode is Badger's skl.MaxNodeSize, the arena bytes it reserves
-// per entry of a batch.
-const skiplistNode = 96
-
 // sizeMemory derives Badger's memory settings from budget bytes.
 //
 // Badger allocates each memtable's arena whole (its size plus the 15 % it

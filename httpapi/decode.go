@@ -252,12 +252,6 @@ func (f *fields) object(name string) *fields {
 	return nil
 }
 
-// array reads an optional array; ok is false when absent or null.
-func (f *fields) array(name string) (elems []json.RawMessage, ok bool) {
-	elems, _, ok = f.arrayMax(name, math.MaxInt)
-	return elems, ok
-}
-
 // arrayMax is array for an array of at most max elements: n is its
 // length, and elems is nil when n > max (see splitArray).
 func (f *fields) arrayMax(name string, max int) (elems []json.RawMessage, n int, ok bool) {

@@ -183,9 +183,8 @@ const streamFlush = 32 << 10
 // buffer, so that the reply is never whole in memory: a push of
 // queen.MaxPushItems items answers about 3 MB.
 type replyStream struct {
-	w       http.ResponseWriter
-	buf     *[]byte
-	started bool
+	w   http.ResponseWriter
+	buf *[]byte
 }
 
 func newReplyStream(w http.ResponseWriter, status int) *replyStream {

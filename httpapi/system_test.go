@@ -92,6 +92,8 @@ func TestSystem_Maintenance(t *testing.T) {
 	require.Equal(t, true, got["maintenanceMode"])
 	require.Equal(t, true, got["popMaintenanceMode"])
 	res = e.obj("POST", "/api/v1/system/maintenance/pop", `{"enabled":false}`, http.StatusOK)
+	require.Equal(t, false, res["popMaintenanceMode"])
+	require.Contains(t, res["message"], "Maintenance mode is on", "the push flag keeps the mode on")
 	require.True(t, e.b.MaintenanceMode(), "the push flag is still on")
 	e.obj("POST", "/api/v1/system/maintenance", `{"enabled":false}`, http.StatusOK)
 	require.False(t, e.b.MaintenanceMode())

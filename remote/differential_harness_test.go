@@ -854,12 +854,6 @@ func ack(p *queen.PopResult, j int, it queen.AckItem) queen.AckItem {
 	return it
 }
 
-// ackp is ack for a transaction's operation.
-func ackp(p *queen.PopResult, j int, it queen.AckItem) *queen.AckItem {
-	a := ack(p, j, it)
-	return &a
-}
-
 // msg is message j of pop p (nil if there is none).
 func msg(p *queen.PopResult, j int) *queen.Message {
 	if p == nil || j >= len(p.Messages) {

@@ -244,7 +244,6 @@ type row struct {
 	// preload names the shared backlog the row reads (scenarios 3, 4).
 	preload bool
 	latency bool // rank rounds by p99, not throughput
-	note    string
 	results map[string][]Result
 	errs    []string
 	pending string

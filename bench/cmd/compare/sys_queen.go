@@ -180,7 +180,6 @@ type queenConsumer struct {
 	target     int64
 	end        time.Time
 	check      func(msgs []*queen.Message) error // verification, before the ack
-	lat        *lats                             // pop→ack round trips
 }
 
 func (qc *queenConsumer) run(ctx context.Context) (n int64, last time.Time, capped bool, err error) {
@@ -363,8 +362,6 @@ func queenDrain(j *Job) (Result, error) {
 	}
 	return r, nil
 }
-
-const orderKeys = 1000
 
 // queenOrder is scenario 5: j.N messages over j.Partitions keyed
 // partitions (one per key), consumed by j.Consumers workers with every
