@@ -3,6 +3,9 @@ package remote_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/httpapi/console"
 	"github.com/queenlite/queen/internal/contract"
 	"github.com/queenlite/queen/queentest"
 	"github.com/queenlite/queen/remote"
@@ -206,4 +210,46 @@ func TestRealQueen_TransactionFailedAck(t *testing.T) {
 	require.Len(t, page.Letters, 1)
 	require.Equal(t, "bad", page.Letters[0].Error)
 	require.Empty(t, popReal(t, c, queen.PopRequest{Queue: "txf", Batch: 2}).Messages)
+}
+
+// The operator console over remote on Queen's server: every page renders
+// the server's data, and what Queen has no route for (the message browser,
+// which needs Fetch, and the parked store) says so instead of failing.
+func TestRealQueen_Console(t *testing.T) {
+	c := dialReal(t)
+	ctx := context.Background()
+	_, err := c.Push(ctx, []queen.PushItem{{Queue: "orders", Partition: "eu", Payload: json.RawMessage(`{"a":1}`)}, {Queue: "orders", Payload: json.RawMessage(`{"b":2}`)}})
+	require.NoError(t, err)
+	require.Len(t, popReal(t, c, queen.PopRequest{Queue: "orders", Group: "billing", SubscriptionMode: queen.SubscriptionModeAll}).Messages, 1)
+
+	srv := httptest.NewServer(console.New(c, nil))
+	t.Cleanup(srv.Close)
+	get := func(path string) (int, string) {
+		t.Helper()
+		res, err := srv.Client().Get(srv.URL + path)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res.StatusCode, string(body)
+	}
+	for path, want := range map[string]string{
+		"/":                      `<tr data-row="orders">`,
+		"/queues/orders":         `<tr data-row="eu">`,
+		"/groups":                `<tr data-row="billing" data-queue="orders">`,
+		"/groups/orders/billing": `data-page="group"`,
+		"/deadletters":           `data-page="deadletters"`,
+		"/traces":                `data-page="traces"`,
+	} {
+		code, body := get(path)
+		require.Equal(t, http.StatusOK, code, "%s: %s", path, body)
+		require.Contains(t, body, want, path)
+		require.NotContains(t, body, "internal error", path)
+	}
+	code, body := get("/queues/orders?partition=eu")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, body, "not supported by this client", "the message browser needs Fetch")
+	code, body = get("/parked")
+	require.Equal(t, http.StatusNotImplemented, code)
+	require.Contains(t, body, "not supported by this client")
 }
