@@ -194,7 +194,8 @@ func (c *Client) DescribeQueue(ctx context.Context, name string) (*queen.QueueIn
 // counters live in a table that server refreshes in the background (every
 // 10 s): the call first asks it to refresh them (one of its admin routes,
 // see [Client.ListQueues]), so that they are those of the call, not old
-// ones.
+// ones. That server's answer names no groups: Groups is read from its
+// group listing, one more request.
 func (c *Client) QueueStats(ctx context.Context, name string) (*queen.QueueStats, error) {
 	if err := c.liveCounts(ctx); err != nil {
 		return nil, err
@@ -204,6 +205,13 @@ func (c *Client) QueueStats(ctx context.Context, name string) (*queen.QueueStats
 		return nil, err
 	}
 	qs := &queen.QueueStats{QueueInfo: *s.info(), PartitionN: len(s.Partitions), Groups: s.Queue.Groups}
+	if c.serverKind(ctx) == ServerQueen {
+		byQueue, err := c.groupsByQueue(ctx)
+		if err != nil {
+			return nil, err
+		}
+		qs.Groups = byQueue[name]
+	}
 	countsOf(s.Queue.Counts, s.Totals).SetQueue(qs)
 	for _, p := range s.Partitions {
 		ps := queen.PartitionStats{Name: p.Name, ID: p.ID, CreatedAt: timeOf(p.CreatedAt),
@@ -217,8 +225,8 @@ func (c *Client) QueueStats(ctx context.Context, name string) (*queen.QueueStats
 // ListQueues describes every queue by name, as [queen.Broker.ListQueues];
 // each Config holds only the labels and Priority. The counts are read as in
 // [Client.QueueStats]. Against Queen's server, whose listing has neither,
-// DefaultPartitionID and Groups are empty, and the counts are those of the
-// call: it first asks that server to refresh its stats table (POST
+// DefaultPartitionID is empty and Groups is read from its group listing
+// (one more request), and the counts are those of the call: it first asks that server to refresh its stats table (POST
 // /api/v1/stats/refresh, an admin route: a token without that right is a
 // [*ServerError] 403); while another server over the same database runs
 // its own refresh, that one is awaited, and one that never ends is an
@@ -248,6 +256,13 @@ func (c *Client) ListQueues(ctx context.Context) ([]queen.QueueStats, error) {
 	if err := c.call(ctx, r, &out); err != nil {
 		return nil, err
 	}
+	var byQueue map[string][]string
+	if c.serverKind(ctx) == ServerQueen {
+		var err error
+		if byQueue, err = c.groupsByQueue(ctx); err != nil {
+			return nil, err
+		}
+	}
 	qs := make([]queen.QueueStats, 0, len(out.Queues))
 	for _, q := range out.Queues {
 		st := queen.QueueStats{
@@ -258,11 +273,31 @@ func (c *Client) ListQueues(ctx context.Context) ([]queen.QueueStats, error) {
 		if len(q.Groups) > 0 { // nil when none, as a Broker's
 			st.Groups = q.Groups
 		}
+		if byQueue != nil {
+			st.Groups = byQueue[q.Name]
+		}
 		countsOf(q.Counts, q.Messages).SetQueue(&st)
 		qs = append(qs, st)
 	}
 	sort.Slice(qs, func(i, j int) bool { return qs[i].Name < qs[j].Name }) // the server lists newest first
 	return qs, nil
+}
+
+// groupsByQueue names the consumer groups of every queue, sorted, from
+// the group listing: Queen's server names none in its queue answers.
+func (c *Client) groupsByQueue(ctx context.Context) (map[string][]string, error) {
+	gs, err := c.ListGroups(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]string)
+	for _, g := range gs {
+		out[g.Queue] = append(out[g.Queue], g.Group)
+	}
+	for _, names := range out {
+		sort.Strings(names)
+	}
+	return out, nil
 }
 
 // DeleteQueue deletes a queue and everything in it, as

@@ -547,5 +547,8 @@ func TestQueenServer_FieldsOnlyOursSend(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, qs, 1)
 	require.Empty(t, qs[0].DefaultPartitionID, "not sent")
-	require.Nil(t, qs[0].Groups, "not sent")
+	require.Equal(t, []string{"g"}, qs[0].Groups, "not sent: read from the group listing")
+	st, err := c.QueueStats(ctx, "full")
+	require.NoError(t, err)
+	require.Equal(t, []string{"g"}, st.Groups, "not sent: read from the group listing")
 }

@@ -235,7 +235,8 @@ func TestRealQueen_Console(t *testing.T) {
 	}
 	for path, want := range map[string]string{
 		"/":                      `<tr data-row="orders">`,
-		"/queues/orders":         `<tr data-row="eu">`,
+		"/queues/orders":         `/groups/orders/billing">billing</a>`,
+		"/queues/orders?q=eu":    `<tr data-row="eu">`,
 		"/groups":                `<tr data-row="billing" data-queue="orders">`,
 		"/groups/orders/billing": `data-page="group"`,
 		"/deadletters":           `data-page="deadletters"`,
