@@ -154,6 +154,8 @@ func TestConsole_OverRemote(t *testing.T) {
 	q := e.ok("/queues/orders?limit=2")
 	require.Equal(t, []string{"p1", "p2"}, rows(t, q, "partitions"))
 	require.Equal(t, []string{"p3"}, rows(t, e.ok("/queues/orders?limit=2&from=2"), "partitions"))
+	// remote's QueueStats has no cursors: a lag it cannot tell is "—", not 0.
+	require.Contains(t, rowHTML(t, q, "lag", "p1"), `<td data-group="billing">—</td>`)
 	require.Equal(t, []string{"p2"}, rows(t, e.ok("/queues/orders?q=2"), "partitions"))
 	m := e.ok("/queues/orders?partition=p2")
 	require.Len(t, rows(t, m, "messages"), 1)

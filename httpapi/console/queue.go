@@ -34,18 +34,29 @@ type queueData struct {
 
 type lagRow struct {
 	Partition string
-	Cells     []queen.CursorStats
+	Cells     []lagCell
+}
+
+// lagCell is a group's cursor in a partition; Known is false when the
+// client reported none (a remote client reports no cursors), shown as "—",
+// never as a lag of 0.
+type lagCell struct {
+	queen.CursorStats
+	Known bool
 }
 
 // lagRows lays the page's cursors out by group, in the order of groups.
 func lagRows(parts []queen.PartitionStats, groups []string) []lagRow {
 	rows := make([]lagRow, len(parts))
 	for i, ps := range parts {
-		rows[i] = lagRow{Partition: ps.Name, Cells: make([]queen.CursorStats, len(groups))}
+		rows[i] = lagRow{Partition: ps.Name, Cells: make([]lagCell, len(groups))}
+		for j, g := range groups {
+			rows[i].Cells[j].Group = g
+		}
 		for _, c := range ps.Cursors {
 			for j, g := range groups {
 				if c.Group == g {
-					rows[i].Cells[j] = c
+					rows[i].Cells[j] = lagCell{CursorStats: c, Known: true}
 				}
 			}
 		}
