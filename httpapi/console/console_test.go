@@ -156,6 +156,9 @@ func TestConsole_OverRemote(t *testing.T) {
 	require.Equal(t, []string{"p3"}, rows(t, e.ok("/queues/orders?limit=2&from=2"), "partitions"))
 	// remote's QueueStats has no cursors: a lag it cannot tell is "—", not 0.
 	require.Contains(t, rowHTML(t, q, "lag", "p1"), `<td data-group="billing">—</td>`)
+	g := e.ok("/groups/orders/billing")
+	require.Contains(t, g, "This client reports no cursors per partition", "not \"no partitions\"")
+	require.NotContains(t, g, "No partitions")
 	require.Equal(t, []string{"p2"}, rows(t, e.ok("/queues/orders?q=2"), "partitions"))
 	m := e.ok("/queues/orders?partition=p2")
 	require.Len(t, rows(t, m, "messages"), 1)

@@ -52,9 +52,13 @@ func (h *handler) groupsPage(w http.ResponseWriter, r *http.Request) {
 type groupData struct {
 	queen.GroupStats
 	Cursors []groupCursor // the page's partitions
-	Search  string
-	Pager   pager
-	Links   links
+	// NoCursors is set when the client reports no cursors at all (a
+	// remote client's QueueStats has none): the table says so rather than
+	// "no partitions".
+	NoCursors bool
+	Search    string
+	Pager     pager
+	Links     links
 }
 
 // groupCursor is the group's position in one partition.
@@ -101,7 +105,12 @@ func (h *handler) groupPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := groupData{GroupStats: *gs, Search: search}
+	_, lister := h.c.(partitionLister)
+	d.NoCursors = !lister && len(parts.Partitions) > 0
 	for _, ps := range parts.Partitions {
+		if len(ps.Cursors) > 0 {
+			d.NoCursors = false
+		}
 		for _, c := range ps.Cursors {
 			if c.Group == group {
 				d.Cursors = append(d.Cursors, groupCursor{Partition: ps.Name, Messages: ps.Messages, CursorStats: c})
