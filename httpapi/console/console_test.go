@@ -159,6 +159,8 @@ func TestConsole_OverRemote(t *testing.T) {
 	g := e.ok("/groups/orders/billing")
 	require.Contains(t, g, "This client reports no cursors per partition", "not \"no partitions\"")
 	require.NotContains(t, g, "No partitions")
+	require.Contains(t, g, `data-fact="consumed">—<`, "remote's groups carry no Consumed: not 0")
+	require.Equal(t, "—", cells(rowHTML(t, e.ok("/groups"), "groups", "billing"))[7])
 	require.Equal(t, []string{"p2"}, rows(t, e.ok("/queues/orders?q=2"), "partitions"))
 	m := e.ok("/queues/orders?partition=p2")
 	require.Len(t, rows(t, m, "messages"), 1)

@@ -37,6 +37,7 @@ func TestConsole_Groups(t *testing.T) {
 	require.Equal(t, []string{"billing"}, rows(t, e.ok("/groups?queue=orders"), "groups"))
 	g := e.ok("/groups/orders/billing")
 	require.Contains(t, g, `data-fact="lag">3 messages in 1 of 1 partitions<`)
+	require.Contains(t, g, `data-fact="consumed">1<`)
 	require.Equal(t, []string{queen.DefaultPartition}, rows(t, g, "lag"))
 	require.Equal(t, http.StatusNotFound, e.get("/groups/orders/nobody").status)
 	require.Equal(t, http.StatusNotFound, e.get("/groups/nowhere/billing").status)
