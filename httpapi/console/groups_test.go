@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -97,4 +98,33 @@ func TestConsole_QueueModeGroup(t *testing.T) {
 	require.Contains(t, g, `data-fact="lag">1 messages`)
 	require.Equal(t, "moved 1 partitions", e.act("/groups/orders/"+queen.QueueModeGroup+"/seek", form("to", "end", "confirm", "1")))
 	require.Equal(t, "", e.next(""))
+}
+
+// laglessClient is a client whose groups carry lagging partitions but no
+// lag, as remote's do against Queen's server.
+type laglessClient struct{ queen.Client }
+
+func (c laglessClient) ListGroups(ctx context.Context, group string) ([]queen.GroupStats, error) {
+	gs, err := c.Client.ListGroups(ctx, group)
+	for i := range gs {
+		gs[i].Lag = 0
+	}
+	return gs, err
+}
+
+// TestConsole_UnknownLag: a group with lagging partitions and a lag of 0
+// is a client that cannot tell the lag: "—", never "0 messages".
+func TestConsole_UnknownLag(t *testing.T) {
+	clock := queentest.NewClock(start)
+	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
+	e := newEnvOn(t, laglessClient{b}, clock, "/", nil)
+	e.b = b
+	e.push("orders", "", `1`, `2`)
+	e.settle("orders", "billing", queen.AckCompleted, "")
+	require.Contains(t, e.ok("/groups/orders/billing"), `data-fact="lag">— messages in 1 of 1 partitions<`)
+	require.Equal(t, []string{"—", "1 of 1"}, cells(rowHTML(t, e.ok("/groups"), "groups", "billing"))[3:5])
+
+	// A group that lags nowhere shows its 0.
+	e.settle("orders", "billing", queen.AckCompleted, "")
+	require.Contains(t, e.ok("/groups/orders/billing"), `data-fact="lag">0 messages in 0 of 1 partitions<`)
 }

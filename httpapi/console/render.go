@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/httpapi"
 )
 
@@ -31,6 +32,7 @@ var funcs = template.FuncMap{
 	"path":      url.PathEscape,
 	"query":     url.QueryEscape,
 	"num":       formatNum,
+	"grouplag":  groupLag,
 	"bytes":     formatBytes,
 	"ago":       formatAgo,
 	"time":      formatTime,
@@ -147,6 +149,17 @@ func (h *handler) static(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "max-age=300")
 	_, _ = w.Write(b)
+}
+
+// groupLag is a group's lag in messages, or "—" when the client cannot
+// tell it: no lag at all with partitions lagging (Queen's server sends a
+// group's lagging partitions but not its lag, which remote then reports
+// as 0).
+func groupLag(g queen.GroupStats) string {
+	if g.Lag == 0 && g.PartitionsWithLag > 0 {
+		return "—"
+	}
+	return formatNum(g.Lag)
 }
 
 func formatNum(n any) string {
