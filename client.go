@@ -56,6 +56,18 @@ type Client interface {
 	DeleteQueue(ctx context.Context, name string) (existed bool, err error)
 	// Fetch reads a partition by offset; see [Broker.Fetch].
 	Fetch(ctx context.Context, queue, partition string, from int64, limit int) (*FetchResult, error)
+	// FetchPartitions reads several partitions by offset at once; see
+	// [Broker.FetchPartitions].
+	FetchPartitions(ctx context.Context, req FetchRequest) ([]PartitionRead, error)
+	// OffsetForTime finds the first offset at or after a time; see
+	// [Broker.OffsetForTime].
+	OffsetForTime(ctx context.Context, queue, partition string, t time.Time) (TimeOffset, error)
+	// GroupPositions reads a group's position per partition; see
+	// [Broker.GroupPositions].
+	GroupPositions(ctx context.Context, group string, parts []PartitionRef) ([]Position, error)
+	// SetPosition sets a group's position in a partition; see
+	// [Broker.SetPosition].
+	SetPosition(ctx context.Context, pos Position) error
 	// SeekGroup moves a group's cursors on a queue; see [Broker.SeekGroup].
 	SeekGroup(ctx context.Context, group, queue string, opts SeekOptions) (*SeekResult, error)
 	// SeekPartition moves a group's cursor on one partition; see

@@ -49,6 +49,11 @@ var (
 	// [QueueBuilder.SubscriptionFrom]).
 	ErrGroupNotFound error = &notFoundError{"queen: consumer group not found"}
 
+	// ErrOffsetOutOfRange reports an offset outside a partition's log: below
+	// its first retained offset or above its high watermark (see
+	// [PartitionRead] and [Position]).
+	ErrOffsetOutOfRange = errors.New("queen: offset out of range")
+
 	// ErrInvalidArgument reports a bad input value. The error is always an
 	// [*ArgumentError] naming the field.
 	ErrInvalidArgument = errors.New("queen: invalid argument")
@@ -170,7 +175,7 @@ func argErr(field, format string, args ...any) error {
 type TransactionError struct {
 	Index int   // position of the refused operation
 	Err   error // the cause, e.g. ErrNotFound, ErrLeaseExpired, ErrQueueFull or ErrTooLarge
-	// Op says what the refused operation was: "ack" or "push".
+	// Op says what the refused operation was: "ack", "push" or "position".
 	Op string
 }
 

@@ -147,10 +147,45 @@ type PopResult struct {
 	ConsumerGroup     string
 	PartitionsClaimed int
 	// Conflating is set when the group conflates (an empty pop of such a
-	// group is answered with an empty list rather than no content).
+	// group is answered with an empty list rather than no content). A
+	// pop asking for Conflation of a queue that does not exist yet
+	// reports it as asked: the group is made at its first pop that finds
+	// the queue.
 	Conflating bool
-	Messages   []*Message
+	// ConflationConflict is set when the pop's Conflation differs from
+	// the policy the group was made with: the stored policy applies.
+	ConflationConflict bool
+	// Autopilot is the broker's sizing of an [PopRequest].Autopilot pop
+	// (nil for other pops and discovery pops).
+	Autopilot *AutopilotAdvice
+	Messages  []*Message
 }
+
+// AutopilotAdvice is how the broker sized an autopilot pop, and how long
+// the caller should let pass before its next pop when this one found
+// nothing. Queen 2.x answers it as the pop's autopilot object.
+type AutopilotAdvice struct {
+	// Batch is the most messages the pop could take: PopRequest.Batch when
+	// set, else the broker's choice from the group's ack rate (100–1000).
+	Batch int
+	// Partitions is how many partitions the pop could claim:
+	// PopRequest.Partitions when set, else the ready partitions shared
+	// among the group's waiting pops (1–64).
+	Partitions int
+	// Wait is 0 when the pop delivered messages or the group has a
+	// partition ready; else how long until the broker's next timer (a
+	// lease expiring, a retry delay or a delayed message ending) could
+	// make work appear without a push, at least [AutopilotMinWait] and at
+	// most [AutopilotMaxWait] (the latter when no timer is set, or the
+	// queue does not exist yet). A waiting pop hears of a push at once.
+	Wait time.Duration
+}
+
+// Bounds of [AutopilotAdvice].Wait for a pop that found nothing.
+const (
+	AutopilotMinWait = 50 * time.Millisecond
+	AutopilotMaxWait = 2 * time.Second
+)
 
 func (r *PopRequest) normalize() error {
 	r.CommitOnDelivery = r.CommitOnDelivery || r.AutoAck
@@ -319,9 +354,14 @@ func (b *Broker) tryPop(ctx context.Context, req *PopRequest, ps *popState) (*Po
 // popOnce is one round of tryPop; it returns nothing at all when the
 // round should be made again.
 func (b *Broker) popOnce(ctx context.Context, req *PopRequest, ps *popState) (*PopResult, *waiter, *waitList, error) {
-	conflating := false
+	conflating, conflict := req.Conflation, false // as asked until the group says
+	var advice *AutopilotAdvice
+	if req.Autopilot {
+		advice = &AutopilotAdvice{Batch: max(req.Batch, 100), Partitions: max(req.Partitions, 1), Wait: AutopilotMaxWait}
+	}
 	empty := func() *PopResult { // built only when returned
-		return &PopResult{Queue: req.Queue, ConsumerGroup: groupName(req.Group), Conflating: conflating, Messages: []*Message{}}
+		return &PopResult{Queue: req.Queue, ConsumerGroup: groupName(req.Group), Conflating: conflating,
+			ConflationConflict: conflict, Autopilot: advice, Messages: []*Message{}}
 	}
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
@@ -355,6 +395,10 @@ func (b *Broker) popOnce(ctx context.Context, req *PopRequest, ps *popState) (*P
 		return nil, nil, nil, err
 	}
 	conflating = g.conflation
+	conflict = joinEv == nil && g.conflation != req.Conflation
+	if advice != nil {
+		advice.Batch, advice.Partitions = g.sizing(req)
+	}
 	delay := q.cfg.DelayedProcessing.Microseconds()
 	var p *partition
 	var claims []claim
@@ -384,6 +428,9 @@ func (b *Broker) popOnce(ctx context.Context, req *PopRequest, ps *popState) (*P
 			}
 			w = wl.add()
 		}
+		if advice != nil {
+			advice.Wait = b.autopilotWait(g, now)
+		}
 		b.mu.Unlock()
 		if joined != nil {
 			if err := waitCtx(ctx, joined); err != nil {
@@ -408,6 +455,10 @@ func (b *Broker) popOnce(ctx context.Context, req *PopRequest, ps *popState) (*P
 	}
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	res.ConflationConflict, res.Autopilot = conflict, advice
+	if advice != nil {
+		advice.Wait = 0
 	}
 	if len(res.Messages) == 0 {
 		// Everything claimed turned out not deliverable yet (delayed
@@ -526,19 +577,44 @@ func (b *Broker) addGroup(q *queue, g *group, early bool) []op {
 	return ops
 }
 
-// claim leases up to req.Partitions partitions of g (or just p) holding at
-// most req.Batch messages in all. Under b.mu.
-func (b *Broker) claim(g *group, p *partition, req *PopRequest, now int64) ([]claim, *lease) {
-	budget, parts := int64(req.Batch), req.Partitions
+// sizing is the batch and partitions of a pop of g: as asked, or where an
+// autopilot pop left them zero, the broker's choice (batch from the
+// group's ack rate, partitions the ready ones shared among the pops
+// waiting on the group). Under b.mu.
+func (g *group) sizing(req *PopRequest) (batch, parts int) {
+	batch, parts = req.Batch, req.Partitions
 	if req.Autopilot {
-		if budget == 0 {
-			budget = int64(min(max(int(g.ackRate), 100), 1000))
+		if batch == 0 {
+			batch = min(max(int(g.ackRate), 100), 1000)
 		}
 		if parts == 0 {
 			parts = min(max(1, (g.nReady+g.waiters.n)/(g.waiters.n+1)), MaxPartitions)
 		}
 	}
-	budget, parts = max(budget, 1), max(parts, 1)
+	return max(batch, 1), max(parts, 1)
+}
+
+// autopilotWait is the pause advised after an autopilot pop of g that
+// found nothing: none while g has a ready partition; else until the
+// broker's next timer (a lease expiring, a retry delay or a delayed
+// message ending: the earliest moment a pop could find work that no push
+// brought), bounded to [AutopilotMinWait, AutopilotMaxWait]. Under b.mu.
+func (b *Broker) autopilotWait(g *group, now int64) time.Duration {
+	if g != nil && g.nReady > 0 {
+		return 0
+	}
+	next := b.timers.next()
+	if next == 0 {
+		return AutopilotMaxWait
+	}
+	return min(max(time.Duration(next-now)*time.Microsecond, AutopilotMinWait), AutopilotMaxWait)
+}
+
+// claim leases up to req.Partitions partitions of g (or just p) holding at
+// most req.Batch messages in all. Under b.mu.
+func (b *Broker) claim(g *group, p *partition, req *PopRequest, now int64) ([]claim, *lease) {
+	batch, parts := g.sizing(req)
+	budget := int64(batch)
 	var l *lease
 	if !req.CommitOnDelivery {
 		d := req.Lease
@@ -800,17 +876,36 @@ func (b *Broker) expireLease(l *lease, now int64) {
 // leases for an hour, the latest 65536 of them); any other unknown lease,
 // including one released because its messages were all settled, is
 // [ErrNotFound]. A negative d, or one above [MaxLease], is an
-// [*ArgumentError].
+// [*ArgumentError]. [Broker.ExtendLease] also tells how many partitions
+// the renewal covered.
 func (b *Broker) RenewLease(ctx context.Context, leaseID string, d time.Duration) (time.Time, error) {
+	r, err := b.ExtendLease(ctx, leaseID, d)
+	return r.ExpiresAt, err
+}
+
+// LeaseRenewal reports a renewed lease.
+type LeaseRenewal struct {
+	// ExpiresAt is the lease's new expiry, on the broker's clock.
+	ExpiresAt time.Time
+	// Partitions counts the partitions the lease holds, all renewed
+	// together: a pop that claimed several (PopRequest.Partitions) shares
+	// one lease among them.
+	Partitions int
+}
+
+// ExtendLease is [Broker.RenewLease] reporting the partitions renewed as
+// well as the expiry (Queen 2.x's renewal answer carries that count as
+// renewed). Its errors are RenewLease's.
+func (b *Broker) ExtendLease(ctx context.Context, leaseID string, d time.Duration) (LeaseRenewal, error) {
 	if err := b.enter(); err != nil {
-		return time.Time{}, err
+		return LeaseRenewal{}, err
 	}
 	defer b.leave()
 	if d < 0 {
-		return time.Time{}, argErr("d", "must not be negative")
+		return LeaseRenewal{}, argErr("d", "must not be negative")
 	}
 	if d > MaxLease {
-		return time.Time{}, argErr("d", "must be at most %v, not %v", MaxLease, d)
+		return LeaseRenewal{}, argErr("d", "must be at most %v, not %v", MaxLease, d)
 	}
 	if d == 0 {
 		d = 60 * time.Second
@@ -818,23 +913,23 @@ func (b *Broker) RenewLease(ctx context.Context, leaseID string, d time.Duration
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.usable(); err != nil {
-		return time.Time{}, err
+		return LeaseRenewal{}, err
 	}
 	now := b.now()
 	l := b.leases[leaseID]
 	if l == nil {
 		if b.expired.has(leaseID, now) {
-			return time.Time{}, ErrLeaseExpired
+			return LeaseRenewal{}, ErrLeaseExpired
 		}
-		return time.Time{}, ErrNotFound
+		return LeaseRenewal{}, ErrNotFound
 	}
 	if l.expires <= now {
 		b.expireLease(l, now)
-		return time.Time{}, ErrLeaseExpired
+		return LeaseRenewal{}, ErrLeaseExpired
 	}
 	l.expires = max(l.expires, now+d.Microseconds())
 	b.observe(Event{Kind: EventLeaseRenewed, Queue: l.g.q.name, Group: l.g.name, Count: 1})
-	return time.UnixMicro(l.expires).UTC(), nil
+	return LeaseRenewal{ExpiresAt: time.UnixMicro(l.expires).UTC(), Partitions: len(l.cursors)}, nil
 }
 
 // leaseTimeOf is the lease a pop of queue gets when it does not say.

@@ -330,10 +330,14 @@ type Broker struct {
 	sweeps   []func() error // unfinished queue deletions found by load
 	counters counters
 	maint    atomic.Bool // maintenance mode: pops claim nothing (see SetMaintenanceMode)
+	// fetchWatch is closed by the next publish of pushed messages (and by
+	// Close); nil while no FetchPartitions call waits (see appendWatch).
+	fetchWatch chan struct{}
 
 	qcounters queueTable // per-queue counters, for dashboards (see QueueCounters)
 
 	opened     time.Time   // on the broker's clock, for Facts
+	storeID    string      // the format record's id, for Facts (see storeIDOf)
 	lim        storeLimits // sizes of storage transactions (see limitsOf)
 	maxPayload int         // largest payload the database stores (see payloadLimit)
 }
@@ -419,6 +423,7 @@ func newBroker(db *badger.DB, o Options) (*Broker, error) {
 	if err := prepareFormat(db, db.Opts().Dir); err != nil {
 		return nil, err
 	}
+	b.storeID = storeIDOf(db)
 	if err := b.load(); err != nil {
 		return nil, err
 	}
@@ -498,6 +503,7 @@ func (b *Broker) Close() error {
 	for _, wl := range b.queueWait {
 		wl.wakeAll()
 	}
+	b.appended()
 	b.mu.Unlock()
 
 	if n := b.awaitCalls(b.callWait); n > 0 {

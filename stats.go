@@ -312,6 +312,7 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 			}
 			b.dropLease(c)
 			g.removeReady(c)
+			ops = append(ops, op{key: keys.PositionKey(p.pid, name), del: true}) // a position's metadata goes with it
 			if deleteMetadata {
 				ops = append(ops, op{key: keys.CursorKey(p.pid, name), del: true, unowned: true})
 				(*p.cursors)[g.slot] = nil

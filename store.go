@@ -762,6 +762,9 @@ func (w *writer) publish(touched map[*partition]int64, ts int64, batch []*writeR
 		b.messagesArrived(p)
 		b.repend(p)
 	}
+	if len(touched) > 0 {
+		b.appended()
+	}
 }
 
 // applyPush adds a push to txn: dedup, queue-size check, offsets, records.

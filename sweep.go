@@ -101,7 +101,7 @@ func (b *Broker) sweep(tk []byte, ts tombstone) error {
 	var data, metas [][]byte
 	for _, pid := range ts.PIDs {
 		pids[pid] = true
-		for _, kind := range []byte{keys.Message, keys.TxID, keys.Cursor, keys.Trace} {
+		for _, kind := range []byte{keys.Message, keys.TxID, keys.Cursor, keys.Position, keys.Trace} {
 			data = append(data, keys.PartitionScoped(kind, pid))
 		}
 		metas = append(metas, keys.PartitionScoped(keys.Partition, pid))

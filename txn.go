@@ -16,16 +16,22 @@ import (
 // too large for one storage transaction (see [ErrTooLarge]).
 const MaxTxOps = 10000
 
-// TxOp is one operation of a transaction: exactly one of Ack and Push.
+// TxOp is one operation of a transaction: exactly one of Ack, Push and
+// Position.
 type TxOp struct {
 	Ack  *AckItem
 	Push *PushItem
+	// Position sets (or forgets) a group's position in a partition, as
+	// [Broker.SetPosition] does. Positions apply after the transaction's
+	// acks, in order.
+	Position *Position
 }
 
 // TxOpResult reports one operation, in order.
 type TxOpResult struct {
-	Ack  *AckResult  // for an ack operation
-	Push *PushResult // for a push operation
+	Ack      *AckResult  // for an ack operation
+	Push     *PushResult // for a push operation
+	Position *Position   // for a position: as set (a forgotten one at the group's start point)
 }
 
 // TxResult reports a transaction.
@@ -66,15 +72,24 @@ func (b *Broker) ExecTransaction(ctx context.Context, ops []TxOp) (*TxResult, er
 	var ackAt []int
 	var pushes []PushItem
 	var pushAt []int
+	var positions []Position
+	var posAt []int
 	for i, o := range ops {
 		switch {
-		case o.Ack != nil && o.Push == nil:
+		case o.Position != nil && o.Ack == nil && o.Push == nil:
+			pos := *o.Position
+			if err := checkPosition(i, &pos); err != nil {
+				return nil, err
+			}
+			positions = append(positions, pos)
+			posAt = append(posAt, i)
+		case o.Ack != nil && o.Push == nil && o.Position == nil:
 			if o.Ack.TransactionID == "" || o.Ack.PartitionID == "" {
 				return nil, argErr(fmt.Sprintf("ops[%d].Ack", i), "needs TransactionID and PartitionID")
 			}
 			acks = append(acks, *o.Ack)
 			ackAt = append(ackAt, i)
-		case o.Push != nil && o.Ack == nil:
+		case o.Push != nil && o.Ack == nil && o.Position == nil:
 			it := *o.Push
 			if err := b.checkPushItem(i, &it); err != nil {
 				return nil, err
@@ -82,7 +97,7 @@ func (b *Broker) ExecTransaction(ctx context.Context, ops []TxOp) (*TxResult, er
 			pushes = append(pushes, it)
 			pushAt = append(pushAt, i)
 		default:
-			return nil, argErr(fmt.Sprintf("ops[%d]", i), "must hold exactly one of Ack and Push")
+			return nil, argErr(fmt.Sprintf("ops[%d]", i), "must hold exactly one of Ack, Push and Position")
 		}
 	}
 	pushResults := make([]PushResult, len(pushes))
@@ -110,7 +125,26 @@ func (b *Broker) ExecTransaction(ctx context.Context, ops []TxOp) (*TxResult, er
 		res.Results = res.Results[:i+1]
 		return res, &TransactionError{Index: i, Op: "push", Err: err}
 	}
-	ackResults, writes, err := b.applyAcks(acks, b.now(), true)
+	// Positions are resolved before any ack is applied, so that a refused
+	// one aborts with nothing changed.
+	type posTarget struct {
+		q *queue
+		p *partition
+	}
+	targets := make([]posTarget, len(positions))
+	for j := range positions {
+		q, p, err := b.resolvePosition(&positions[j])
+		if err != nil {
+			b.unreserve(pr)
+			b.mu.Unlock()
+			i := posAt[j]
+			res.Results = res.Results[:i+1]
+			return res, &TransactionError{Index: i, Op: "position", Err: err}
+		}
+		targets[j] = posTarget{q, p}
+	}
+	now := b.now()
+	ackResults, writes, err := b.applyAcks(acks, now, true)
 	for j := range ackResults {
 		r := ackResults[j]
 		res.Results[ackAt[j]].Ack = &r
@@ -124,10 +158,22 @@ func (b *Broker) ExecTransaction(ctx context.Context, ops []TxOp) (*TxResult, er
 		}
 		return res, err
 	}
+	var joins []Event
+	for j := range positions {
+		ops, joinEv := b.applyPosition(&positions[j], targets[j].q, targets[j].p, now)
+		writes = append(writes, ops...)
+		if joinEv != nil {
+			joins = append(joins, *joinEv)
+		}
+		res.Results[posAt[j]].Position = &positions[j]
+	}
 	done := make(chan error, 1)
 	pr.done = done
 	b.w.enqueue(&writeReq{ops: writes, push: pr, done: done})
 	b.mu.Unlock()
+	for _, e := range joins {
+		b.reportJoin(e)
+	}
 	if err := waitCtx(ctx, done); err != nil {
 		return nil, err
 	}

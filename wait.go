@@ -196,6 +196,15 @@ func (t *timerWheel) schedule(c *cursor, at int64) {
 	}
 }
 
+// next is when the earliest timer is due (µs), 0 when none is set. Under
+// b.mu.
+func (t *timerWheel) next() int64 {
+	if len(t.h) == 0 {
+		return 0
+	}
+	return t.h[0].at
+}
+
 // fire checks every cursor due by now, under b.mu.
 func (t *timerWheel) fire(now int64) {
 	for len(t.h) > 0 && t.h[0].at <= now {

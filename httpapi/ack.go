@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -110,17 +111,29 @@ func (h *handler) settle(w http.ResponseWriter, r *http.Request, items []queen.A
 	writeRaw(w, http.StatusOK, buf)
 }
 
-// leaseResult is the single element of a lease-extend reply.
-type leaseResult struct {
-	Index     int        `json:"index"`
-	LeaseID   string     `json:"leaseId"`
-	Success   bool       `json:"success"`
-	Error     nullString `json:"error"`
-	ExpiresAt msTime     `json:"expiresAt"`
+// leaseReply answers a lease extension: one object, read by both client
+// generations. Queen 2.x clients take success (a body without it reads
+// as failed) and newExpiresAt; 1.x clients newExpiresAt or
+// lease_expires_at. Queen's 1.x server answered a one-element array of
+// {index, leaseId, success, error, expiresAt}; those keys stay.
+type leaseReply struct {
+	LeaseID        string     `json:"leaseId"`
+	Success        bool       `json:"success"`
+	Renewed        int        `json:"renewed"` // partitions renewed (2.x)
+	Error          nullString `json:"error"`
+	NewExpiresAt   msTime     `json:"newExpiresAt"`
+	ExpiresAt      msTime     `json:"expiresAt"`
+	LeaseExpiresAt msTime     `json:"lease_expires_at"`
 }
 
-// extendLease serves POST /api/v1/lease/{leaseId}/extend. Refusals are
-// per item, with HTTP 200, as in Queen.
+// leaseExtender is the part of *queen.Broker that counts the partitions
+// a renewal covered; other brokers report 1 for a renewed lease.
+type leaseExtender interface {
+	ExtendLease(ctx context.Context, leaseID string, d time.Duration) (queen.LeaseRenewal, error)
+}
+
+// extendLease serves POST /api/v1/lease/{leaseId}/extend. A refusal is
+// success:false with HTTP 200, as in Queen.
 func (h *handler) extendLease(w http.ResponseWriter, r *http.Request) {
 	leaseID := r.PathValue("leaseId")
 	if err := checkUUID("leaseId", leaseID); err != nil {
@@ -141,20 +154,28 @@ func (h *handler) extendLease(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, badRequest("seconds must be at most %d", maxLeaseSeconds))
 		return
 	}
-	res := leaseResult{LeaseID: leaseID, Success: true}
-	exp, err := h.b.RenewLease(r.Context(), leaseID, time.Duration(secs)*time.Second)
+	d := time.Duration(secs) * time.Second
+	var ren queen.LeaseRenewal
+	if x, ok := h.b.(leaseExtender); ok {
+		ren, err = x.ExtendLease(r.Context(), leaseID, d)
+	} else {
+		ren.ExpiresAt, err = h.b.RenewLease(r.Context(), leaseID, d)
+		ren.Partitions = 1
+	}
+	res := leaseReply{LeaseID: leaseID}
 	switch {
 	case errors.Is(err, queen.ErrNotFound):
-		res.Success, res.Error = false, "Lease not found"
+		res.Error = "Lease not found"
 	case errors.Is(err, queen.ErrLeaseExpired):
-		res.Success, res.Error = false, "Lease already expired"
+		res.Error = "Lease already expired"
 	case err != nil:
 		h.writeError(w, r, err)
 		return
 	default:
-		res.ExpiresAt = msTime(exp)
+		res.Success, res.Renewed = true, ren.Partitions
+		res.NewExpiresAt, res.ExpiresAt, res.LeaseExpiresAt = msTime(ren.ExpiresAt), msTime(ren.ExpiresAt), msTime(ren.ExpiresAt)
 	}
-	writeJSON(w, http.StatusOK, []leaseResult{res})
+	writeJSON(w, http.StatusOK, res)
 }
 
 // maxLeaseSeconds is the longest lease, in the seconds of the wire

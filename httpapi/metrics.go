@@ -13,7 +13,10 @@ import (
 
 // health serves GET /health: 200 while the broker serves, 503 once it is
 // closed or has stopped after a storage failure. Its version field is
-// [queen.Version], the version of the module serving it.
+// [queen.Version], the version of the module serving it; its storeId,
+// the id of the store behind the broker ([queen.Facts].StoreID), which
+// package remote compares across the servers of one URL list. It has none
+// when the broker does not report [queen.Facts].
 func (h *handler) health(w http.ResponseWriter, r *http.Request) {
 	err := h.b.Ping(r.Context())
 	status, db, code := "healthy", "connected", http.StatusOK
@@ -23,11 +26,24 @@ func (h *handler) health(w http.ResponseWriter, r *http.Request) {
 			h.log.Warn("httpapi: health check failed", "err", err)
 		}
 	}
-	writeJSON(w, code, map[string]any{
+	ans := map[string]any{
 		"status": status, "database": db, "server": "queen (Go, Badger)", "worker_id": 0, "version": queen.Version,
 		"shared_state": map[string]bool{"enabled": false},
 		"queen":        map[string]any{"worker_id": 0, "status": "active"},
-	})
+	}
+	if id := storeIDOf(h.b); id != "" {
+		ans["storeId"] = id
+	}
+	writeJSON(w, code, ans)
+}
+
+// storeIDOf is the id of the store behind b ([queen.Facts].StoreID), or
+// "" when b cannot tell (a client of another server mounted here).
+func storeIDOf(b Broker) string {
+	if f, ok := b.(interface{ Facts() queen.Facts }); ok {
+		return f.Facts().StoreID
+	}
+	return ""
 }
 
 // metricsJSON serves GET /metrics: Queen's JSON summary, with this

@@ -89,7 +89,14 @@ func (c *Client) send(ctx context.Context, req *request) (*answer, error) {
 	for try := 0; ; try++ {
 		srv := c.servers.pick(req.route)
 		req.at = srv
-		a, err := c.once(ctx, srv, req, body)
+		var a *answer
+		err := c.checkStore(ctx, srv, req)
+		if _, ok := err.(*StoreMismatchError); ok {
+			return nil, err // nothing was sent: the server is of another store
+		}
+		if err == nil {
+			a, err = c.once(ctx, srv, req, body)
+		}
 		retry := false
 		var after time.Duration // a 503's Retry-After
 		switch {
@@ -145,6 +152,61 @@ func (c *Client) send(ctx context.Context, req *request) (*answer, error) {
 		}
 	}
 }
+
+// checkStore makes sure, before req is sent to srv, that srv holds the
+// store of the client's URL list (see servers.noteStore): the first time a
+// request other than a GET (a push, an ack, a transaction, a change of
+// configuration) is routed to srv, srv is asked GET /health and the
+// storeId of its answer noted. A server of another store refuses the call
+// with a *StoreMismatchError. A server that cannot be asked (a transport
+// failure or a 5xx) fails the try with a storeCheckError, as if req had
+// not been sent, and is asked again at the next. With a single server,
+// and for reads (pops included: a pop takes what a store holds and strands
+// nothing; the ack of what it took is checked), nothing is asked.
+func (c *Client) checkStore(ctx context.Context, srv *server, req *request) error {
+	if len(c.servers.list) == 1 || req.method == http.MethodGet {
+		return nil
+	}
+	if srv.checked.Load() {
+		return srv.refusal(req.op)
+	}
+	select {
+	case srv.check <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.stop.Done():
+		return queen.ErrClosed
+	}
+	defer func() { <-srv.check }()
+	if srv.checked.Load() { // asked meanwhile
+		return srv.refusal(req.op)
+	}
+	a, err := c.once(ctx, srv, &request{op: "health", method: http.MethodGet, path: "/health"}, nil)
+	switch {
+	case err != nil:
+		return &storeCheckError{err}
+	case a.status >= 500 && a.status != http.StatusNotImplemented:
+		return &storeCheckError{fmt.Errorf("answered %d", a.status)}
+	}
+	var h struct {
+		StoreID string `json:"storeId"`
+	}
+	if a.status >= 200 && a.status <= 299 {
+		_ = json.Unmarshal(a.body, &h) // an answer not ours names no store
+	}
+	c.servers.noteStore(srv, h.StoreID)
+	return srv.refusal(req.op)
+}
+
+// storeCheckError is a failure of the GET /health that checkStore sends
+// before a request: the request itself was not sent.
+type storeCheckError struct{ err error }
+
+func (e *storeCheckError) Error() string {
+	return "asking GET /health which store the server holds: " + e.err.Error()
+}
+
+func (e *storeCheckError) Unwrap() error { return e.err }
 
 // pause waits d, or until ctx ends (its error) or the client closes
 // (ErrClosed).
@@ -249,9 +311,13 @@ func (c *Client) redacted(req *request) string {
 	return req.method + " " + base.Redacted() + req.path
 }
 
-// notSent reports a failure before the request reached the server: it is
-// safe to repeat whatever the call.
+// notSent reports a failure before the request reached the server (or
+// before it was sent at all: see checkStore): it is safe to repeat
+// whatever the call.
 func notSent(err error) bool {
+	if _, ok := err.(*storeCheckError); ok {
+		return true
+	}
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return true

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -31,6 +32,36 @@ func (e *TransportError) Unwrap() error { return e.Err }
 // Is reports whether target is [queen.ErrUnavailable], which every
 // transport error matches.
 func (e *TransportError) Is(target error) bool { return target == queen.ErrUnavailable }
+
+// ErrMixedStores is matched (errors.Is) by every [*StoreMismatchError]:
+// the servers of a client's URL list hold different stores.
+var ErrMixedStores = errors.New("queen: remote: the servers of the URL list hold different stores")
+
+// StoreMismatchError refuses a call routed to a server whose store is not
+// the one of the client's URL list: the store named by the first server
+// that told the client its store (the storeId of GET /health). Nothing of
+// the call was sent to that server. Such a list fronts independent stores
+// (two cmd/queen processes with their own data directories, say): what a
+// push left on one would never be popped through the other, so the client
+// refuses the server for as long as it lives; list the fronts of one
+// store only (see the package doc, "Several servers"). It matches
+// [ErrMixedStores].
+type StoreMismatchError struct {
+	Op          string // the call refused: "push", "ack", ...
+	URL         string // the server refused, credentials removed
+	StoreID     string // the store it holds
+	ListURL     string // the server that named the list's store first, credentials removed
+	ListStoreID string // the list's store
+}
+
+// Error says which servers hold which stores.
+func (e *StoreMismatchError) Error() string {
+	return fmt.Sprintf("queen: remote %s: %s holds store %s but %s holds store %s: the servers hold different stores, "+
+		"and a URL list must name fronts of one store; nothing was sent to %s", e.Op, e.URL, e.StoreID, e.ListURL, e.ListStoreID, e.URL)
+}
+
+// Is reports whether target is [ErrMixedStores].
+func (e *StoreMismatchError) Is(target error) bool { return target == ErrMixedStores }
 
 // ServerError reports an error answer that no sentinel of package queen
 // stands for: a 500 (the server's storage failed), a 401 or 403 (the

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -564,18 +565,39 @@ func (c *Client) AckBatch(ctx context.Context, items []queen.AckItem) ([]queen.A
 	return results, nil
 }
 
-// leaseResultJSON is a lease-extend result.
+// leaseResultJSON is a lease-extend result: the object cmd/queen and
+// Queen 2.x answer (newExpiresAt), or the element of the one-element
+// array Queen's 1.x server answers (expiresAt).
 type leaseResultJSON struct {
-	Success   bool    `json:"success"`
-	Error     *string `json:"error"`
-	ExpiresAt *string `json:"expiresAt"`
+	Success      bool    `json:"success"`
+	Error        *string `json:"error"`
+	ExpiresAt    *string `json:"expiresAt"`
+	NewExpiresAt *string `json:"newExpiresAt"`
+}
+
+// leaseAnswer reads either form of a lease-extend answer.
+type leaseAnswer []leaseResultJSON
+
+// UnmarshalJSON takes an object as a one-element list.
+func (l *leaseAnswer) UnmarshalJSON(b []byte) error {
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+		var one leaseResultJSON
+		if err := json.Unmarshal(b, &one); err != nil {
+			return err
+		}
+		*l = leaseAnswer{one}
+		return nil
+	}
+	return json.Unmarshal(b, (*[]leaseResultJSON)(l))
 }
 
 // RenewLease extends a lease to at least d from now (60 s when d is 0),
 // as [queen.Broker.RenewLease], in whole seconds (rounded up). An expired
 // lease is [queen.ErrLeaseExpired], an unknown or released one
 // [queen.ErrNotFound], a d above [queen.MaxLease] an
-// [*queen.ArgumentError]. The expiry has millisecond precision.
+// [*queen.ArgumentError]. The expiry has millisecond precision. Both
+// answers are read: the object of cmd/queen and Queen 2.x, and the array
+// of Queen's 1.x server.
 func (c *Client) RenewLease(ctx context.Context, leaseID string, d time.Duration) (time.Time, error) {
 	if d < 0 {
 		return time.Time{}, &queen.ArgumentError{Field: "d", Reason: "must not be negative"}
@@ -590,7 +612,7 @@ func (c *Client) RenewLease(ctx context.Context, leaseID string, d time.Duration
 		d = 60 * time.Second
 	}
 	secs := int64((d + time.Second - 1) / time.Second)
-	var out []leaseResultJSON
+	var out leaseAnswer
 	r := &request{op: "renew", method: http.MethodPost, path: pathOf("/api/v1/lease/", leaseID, "/extend"),
 		body: map[string]int64{"seconds": secs}, safe: true,
 		notFound: func(string) error { return queen.ErrNotFound }}
@@ -612,8 +634,8 @@ func (c *Client) RenewLease(ctx context.Context, leaseID string, d time.Duration
 		return time.Time{}, queen.ErrLeaseExpired
 	}
 	exp := time.Time{}
-	if out[0].ExpiresAt != nil {
-		exp = parseTime(*out[0].ExpiresAt)
+	if at := either(out[0].NewExpiresAt, out[0].ExpiresAt); at != "" {
+		exp = parseTime(at)
 	}
 	return exp, nil
 }

@@ -280,10 +280,15 @@ func (c *Client) serverKind(ctx context.Context) Server {
 		return s
 	}
 	var h struct {
-		Server string `json:"server"`
+		Server  string `json:"server"`
+		StoreID string `json:"storeId"`
 	}
-	if err := c.call(ctx, &request{op: "health", method: http.MethodGet, path: "/health", safe: true, anyStatus: true}, &h); err != nil {
+	req := &request{op: "health", method: http.MethodGet, path: "/health", safe: true, anyStatus: true}
+	if err := c.call(ctx, req, &h); err != nil {
 		return ServerQueenLite
+	}
+	if h.StoreID != "" && len(c.servers.list) > 1 { // the answer checks that server's store too (see checkStore)
+		c.servers.noteStore(req.at, h.StoreID)
 	}
 	s := ServerQueenLite
 	if h.Server != "" && !strings.HasPrefix(h.Server, "queen (Go") {

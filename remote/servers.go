@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/queenlite/queen"
@@ -42,6 +43,25 @@ type server struct {
 	failures int
 	readmit  time.Time
 	lastErr  string
+
+	// The store behind it, learned once from its GET /health (see
+	// Client.checkStore and servers.noteStore). check is held while it is
+	// asked (a lock a waiter's ctx can give up on); checked is set once
+	// the answer is in, refused before it when calls to it must fail.
+	check   chan struct{}
+	checked atomic.Bool
+	refused *StoreMismatchError // Op left empty: see refusal
+}
+
+// refusal is the error of a call op routed to s: a *StoreMismatchError
+// when s holds another store than its list's, else nil.
+func (s *server) refusal(op string) error {
+	if s.refused == nil {
+		return nil
+	}
+	e := *s.refused
+	e.Op = op
+	return &e
 }
 
 // servers is a client's servers, their health and the ring of the healthy
@@ -57,6 +77,10 @@ type servers struct {
 	mu   sync.Mutex
 	ring ring   // of the healthy servers
 	next uint64 // round-robin counter
+
+	storeMu sync.Mutex
+	store   string  // the list's store: the first storeId a server named
+	storeAt *server // the server that named it
 }
 
 // parseServers validates the servers' base URLs: each is "http" or
@@ -81,7 +105,7 @@ func parseServers(raws []string, field string) ([]*server, error) {
 		}
 		u.Path = strings.TrimRight(u.Path, "/")
 		u.RawPath = ""
-		s := &server{base: u, name: strings.TrimRight(raw, "/"), healthy: true}
+		s := &server{base: u, name: strings.TrimRight(raw, "/"), healthy: true, check: make(chan struct{}, 1)}
 		if seen[s.base.String()] {
 			return nil, &queen.ArgumentError{Field: field, Reason: fmt.Sprintf("%q is listed twice", u.Redacted())}
 		}
@@ -216,6 +240,27 @@ func (ss *servers) answered(s *server) {
 		s.healthy = true
 		ss.rebuildLocked()
 	}
+}
+
+// noteStore records, once, the store s named on GET /health (id, "" for
+// none). The first id a server of the list names is the list's store; a
+// server naming another one is refused from then on (see refusal), and
+// one naming none (Queen's server, whose servers share a database) never
+// is.
+func (ss *servers) noteStore(s *server, id string) {
+	ss.storeMu.Lock()
+	defer ss.storeMu.Unlock()
+	if s.checked.Load() {
+		return
+	}
+	switch {
+	case id == "":
+	case ss.store == "":
+		ss.store, ss.storeAt = id, s
+	case id != ss.store:
+		s.refused = &StoreMismatchError{URL: s.base.Redacted(), StoreID: id, ListURL: ss.storeAt.base.Redacted(), ListStoreID: ss.store}
+	}
+	s.checked.Store(true)
 }
 
 // states reports every server, in the order dialled.

@@ -10,6 +10,7 @@
 //	M pid offset                message record
 //	T pid transactionId         dedup index: offset of the message
 //	C pid group                 cursor of a consumer group in a partition
+//	O pid group                 metadata of a position set on that cursor
 //	G queue 0x00 group          consumer-group metadata (start point, conflation)
 //	D id                        dead letter
 //	K id                        parked message
@@ -28,6 +29,7 @@ const (
 	Message    byte = 'M'
 	TxID       byte = 'T'
 	Cursor     byte = 'C'
+	Position   byte = 'O'
 	Group      byte = 'G'
 	DeadLetter byte = 'D'
 	Parked     byte = 'K'
@@ -96,6 +98,14 @@ func CursorKey(pid uint64, group string) []byte {
 	k[0] = Cursor
 	binary.BigEndian.PutUint64(k[1:], pid)
 	return append(k, group...)
+}
+
+// PositionKey is the key of the metadata set with group's position in
+// partition pid.
+func PositionKey(pid uint64, group string) []byte {
+	k := CursorKey(pid, group)
+	k[0] = Position
+	return k
 }
 
 // DecodeCursorKey returns the partition and group of a cursor key.
