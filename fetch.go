@@ -106,13 +106,16 @@ func (b *Broker) FetchPartitions(ctx context.Context, req FetchRequest) ([]Parti
 		if err != nil || deadline == nil || failed || n >= req.MinBytes {
 			return out, err
 		}
+		b.fetchWaiting.Add(1)
 		select {
 		case <-watch:
 		case <-deadline:
 			deadline = nil // one last look
 		case <-ctx.Done():
+			b.fetchWaiting.Add(-1)
 			return nil, ctx.Err()
 		}
+		b.fetchWaiting.Add(-1)
 	}
 }
 

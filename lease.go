@@ -397,6 +397,9 @@ func (b *Broker) popOnce(ctx context.Context, req *PopRequest, ps *popState) (*P
 	conflating = g.conflation
 	conflict = joinEv == nil && g.conflation != req.Conflation
 	if advice != nil {
+		if req.Partitions == 0 {
+			b.discover(g, MaxPartitions, now) // the ready partitions, found as the claim would find them
+		}
 		advice.Batch, advice.Partitions = g.sizing(req)
 	}
 	delay := q.cfg.DelayedProcessing.Microseconds()

@@ -332,7 +332,8 @@ type Broker struct {
 	maint    atomic.Bool // maintenance mode: pops claim nothing (see SetMaintenanceMode)
 	// fetchWatch is closed by the next publish of pushed messages (and by
 	// Close); nil while no FetchPartitions call waits (see appendWatch).
-	fetchWatch chan struct{}
+	fetchWatch   chan struct{}
+	fetchWaiting atomic.Int32 // FetchPartitions calls waiting now (tests read it, see waiting)
 
 	qcounters queueTable // per-queue counters, for dashboards (see QueueCounters)
 

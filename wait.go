@@ -11,13 +11,14 @@ func init() {
 	testhook.Waiting = func(b any) int { return b.(*Broker).waiting() }
 }
 
-// waiting counts the pops parked now, on any queue, group or partition.
+// waiting counts the pops parked now, on any queue, group or partition,
+// and the FetchPartitions calls waiting for a push.
 // Tests use it (through internal/testhook) to know a pop is parked
 // instead of sleeping.
 func (b *Broker) waiting() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	n := 0
+	n := int(b.fetchWaiting.Load())
 	for _, wl := range b.queueWait {
 		n += wl.n
 	}

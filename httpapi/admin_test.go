@@ -44,8 +44,8 @@ func TestConfigure(t *testing.T) {
 			"maxWaitTimeSeconds": 0.0}, res["options"])
 		e.push("orders", "", "m", 1)
 		m := msgs(t, e.pop("/api/v1/pop/queue/orders"))[0]
-		lease := e.arr("POST", "/api/v1/lease/"+m["leaseId"].(string)+"/extend", `{"seconds":0}`, http.StatusOK)
-		require.Equal(t, itest.Stamp("2026-11-30T12:05:00.000Z"), lease[0].(map[string]any)["expiresAt"], "the configured 300 s lease")
+		lease := e.obj("POST", "/api/v1/lease/"+m["leaseId"].(string)+"/extend", `{"seconds":0}`, http.StatusOK)
+		require.Equal(t, itest.Stamp("2026-11-30T12:05:00.000Z"), lease["expiresAt"], "the configured 300 s lease")
 	})
 
 	t.Run("encryption needs a key", func(t *testing.T) {

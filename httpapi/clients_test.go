@@ -195,7 +195,7 @@ func TestClient_LeaseRenewalWithEmptyBody(t *testing.T) {
 	require.Equal(t, http.StatusOK, rec.Code)
 	res := goClientDecode(t, rec.Body.Bytes())
 	require.False(t, goClientFailed(res))
-	require.Equal(t, itest.Stamp("2026-11-30T12:01:30.000Z"), res["data"].([]any)[0].(map[string]any)["expiresAt"], "now + 60 s")
+	require.Equal(t, itest.Stamp("2026-11-30T12:01:30.000Z"), res["newExpiresAt"], "now + 60 s: the 1.x Go client reads newExpiresAt")
 	e.clock.Advance(45 * time.Second) // beyond the original 60 s, within the renewal
 	require.Nil(t, e.pop("/api/v1/pop/queue/slow"), "still leased")
 }

@@ -64,6 +64,25 @@ func appendPopReply(b []byte, r *popReply) []byte {
 	b = strconv.AppendInt(b, int64(r.PartitionsClaimed), 10)
 	b = append(b, `,"conflating":`...)
 	b = strconv.AppendBool(b, r.Conflating)
+	// Queen 2.x's echoes, each only when true (their absence is what its
+	// clients reason about).
+	if r.Conflating {
+		b = append(b, `,"conflation":true`...)
+	}
+	if r.ConflationConflict {
+		b = append(b, `,"conflationConflict":true`...)
+	}
+	if a := r.Autopilot; a != nil {
+		b = append(b, `,"autopilot":{"partitions":`...)
+		b = strconv.AppendInt(b, int64(a.Partitions), 10)
+		b = append(b, `,"batch":`...)
+		b = strconv.AppendInt(b, int64(a.Batch), 10)
+		if ms := a.Wait.Milliseconds(); ms > 0 {
+			b = append(b, `,"waitMs":`...)
+			b = strconv.AppendInt(b, ms, 10)
+		}
+		b = append(b, '}')
+	}
 	b = append(b, `,"messages":`...)
 	if r.Messages == nil {
 		b = append(b, "null"...)

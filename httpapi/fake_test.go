@@ -49,6 +49,16 @@ func (f failing) DeleteQueue(context.Context, string) (bool, error)             
 func (f failing) Fetch(context.Context, string, string, int64, int) (*queen.FetchResult, error) {
 	return nil, f.err
 }
+func (f failing) FetchPartitions(context.Context, queen.FetchRequest) ([]queen.PartitionRead, error) {
+	return nil, f.err
+}
+func (f failing) OffsetForTime(context.Context, string, string, time.Time) (queen.TimeOffset, error) {
+	return queen.TimeOffset{}, f.err
+}
+func (f failing) GroupPositions(context.Context, string, []queen.PartitionRef) ([]queen.Position, error) {
+	return nil, f.err
+}
+func (f failing) SetPosition(context.Context, queen.Position) error { return f.err }
 func (f failing) DeadLetters(context.Context, queen.LetterFilter) (*queen.LetterPage, error) {
 	return nil, f.err
 }
@@ -166,6 +176,9 @@ func TestStorageFailures(t *testing.T) {
 		{"DELETE", "/api/v1/consumer-groups/g/queues/q", ""},
 		{"POST", "/api/v1/consumer-groups/g/subscription", `{"subscriptionTimestamp":"2026-01-01T00:00:00Z"}`},
 		{"POST", "/api/v1/consumer-groups/g/queues/q/seek", `{"toEnd":true}`},
+		{"POST", "/api/v1/fetch", `{"entries":[{"queue":"q","offset":0}]}`},
+		{"POST", "/api/v1/fetch/offsets", `{"entries":[{"queue":"q","timestamp":0}]}`},
+		{"POST", "/api/v1/consumer-groups/positions", `{"consumerGroup":"g"}`},
 		{"POST", "/api/v1/consumer-groups/g/queues/q/partitions/p/seek", ""},
 		{"POST", "/api/v1/traces", `{"transactionId":"t","partitionId":"` + someUUID + `","data":{}}`},
 		{"GET", "/api/v1/traces/" + someUUID + "/t", ""},

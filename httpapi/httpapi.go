@@ -122,6 +122,9 @@ type Broker interface {
 	DescribeQueue(ctx context.Context, name string) (*queen.QueueInfo, error)
 	DeleteQueue(ctx context.Context, name string) (existed bool, err error)
 	Fetch(ctx context.Context, queue, partition string, from int64, limit int) (*queen.FetchResult, error)
+	FetchPartitions(ctx context.Context, req queen.FetchRequest) ([]queen.PartitionRead, error)
+	OffsetForTime(ctx context.Context, queue, partition string, t time.Time) (queen.TimeOffset, error)
+	GroupPositions(ctx context.Context, group string, parts []queen.PartitionRef) ([]queen.Position, error)
 
 	DeadLetters(ctx context.Context, f queen.LetterFilter) (*queen.LetterPage, error)
 	ReplayDeadLetter(ctx context.Context, id string) (*queen.ReplayResult, error)
@@ -391,6 +394,9 @@ func (h *handler) routes(publicMetrics bool) {
 
 	h.handle("POST /api/v1/configure", AccessReadWrite, h.configure)
 	h.handle("GET /api/v1/fetch/queue/{queue}/partition/{partition}", AccessReadOnly, h.fetch)
+	h.handle("POST /api/v1/fetch", AccessReadOnly, h.fetchMany)
+	h.handle("POST /api/v1/fetch/offsets", AccessReadOnly, h.fetchOffsets)
+	h.handle("POST /api/v1/consumer-groups/positions", AccessReadOnly, h.groupPositions)
 
 	h.handle("GET /api/v1/resources/overview", AccessReadOnly, h.overview)
 	h.handle("GET /api/v1/resources/queues", AccessReadOnly, h.resourceQueues)

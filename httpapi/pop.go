@@ -12,15 +12,20 @@ import (
 // popReply is a pop that returned messages (or a conflating group's empty
 // pop). The top-level partition fields are those of the first partition.
 type popReply struct {
-	Success           bool         `json:"success"`
-	Queue             string       `json:"queue"`
-	Partition         string       `json:"partition"`
-	PartitionID       string       `json:"partitionId"`
-	LeaseID           string       `json:"leaseId"`
-	ConsumerGroup     string       `json:"consumerGroup"`
-	PartitionsClaimed int          `json:"partitionsClaimed"`
-	Conflating        bool         `json:"conflating"` // ours: the group conflates
-	Messages          []popMessage `json:"messages"`
+	Success           bool   `json:"success"`
+	Queue             string `json:"queue"`
+	Partition         string `json:"partition"`
+	PartitionID       string `json:"partitionId"`
+	LeaseID           string `json:"leaseId"`
+	ConsumerGroup     string `json:"consumerGroup"`
+	PartitionsClaimed int    `json:"partitionsClaimed"`
+	Conflating        bool   `json:"conflating"` // ours: the group conflates; Queen 2.x's conflation too
+	// ConflationConflict and Autopilot are Queen 2.x's echoes (see
+	// appendPopReply): the pop's conflation differed from the group's,
+	// and how an autopilot pop was sized.
+	ConflationConflict bool                   `json:"conflationConflict,omitempty"`
+	Autopilot          *queen.AutopilotAdvice `json:"-"`
+	Messages           []popMessage           `json:"messages"`
 }
 
 // popMessage is a delivered message; every message carries its own
@@ -55,7 +60,8 @@ func (h *handler) popParams(r *http.Request, req *queen.PopRequest) error {
 	req.Wait = p.boolean("wait", false)
 	timeout := time.Duration(min(p.num("timeout", h.timeout.Milliseconds()), maxTimeout.Milliseconds())) * time.Millisecond
 	req.Timeout = timeout
-	req.CommitOnDelivery = p.boolean("autoAck", false)
+	// commitOnDelivery is Queen 2.0.2's name; autoAck stays its alias.
+	req.CommitOnDelivery = p.boolean("autoAck", false) || p.boolean("commitOnDelivery", false)
 	if secs := p.num("leaseSeconds", 0); secs > maxLeaseSeconds {
 		p.fail("leaseSeconds must be at most %d", maxLeaseSeconds)
 	} else {
@@ -83,7 +89,7 @@ func (h *handler) popParams(r *http.Request, req *queen.PopRequest) error {
 	case req.Conflation && (req.Group == "" || req.Group == queen.QueueModeGroup):
 		return badRequest("conflation needs a consumerGroup")
 	case req.Conflation && req.CommitOnDelivery:
-		return badRequest("conflation cannot be combined with autoAck")
+		return badRequest("conflation cannot be combined with autoAck/commitOnDelivery")
 	}
 	if req.Wait && timeout == 0 {
 		req.Wait = false
@@ -162,13 +168,16 @@ func (h *handler) pop(w http.ResponseWriter, r *http.Request, req queen.PopReque
 		h.writeError(w, r, err)
 		return
 	}
-	if len(res.Messages) == 0 && !res.Conflating {
+	// An empty pop is 204, unless the group conflates or the pop's
+	// conflation differed from it: Queen 2.x clients expect the echo then.
+	if len(res.Messages) == 0 && !res.Conflating && !res.ConflationConflict {
 		noContent(w)
 		return
 	}
 	reply := popReply{Success: true, Queue: res.Queue, Partition: res.Partition, PartitionID: res.PartitionID,
 		LeaseID: res.LeaseID, ConsumerGroup: res.ConsumerGroup, PartitionsClaimed: res.PartitionsClaimed,
-		Conflating: res.Conflating, Messages: make([]popMessage, len(res.Messages))}
+		Conflating: res.Conflating, ConflationConflict: res.ConflationConflict, Autopilot: res.Autopilot,
+		Messages: make([]popMessage, len(res.Messages))}
 	for i, m := range res.Messages {
 		reply.Messages[i] = popMessage{
 			ID: m.ID, TransactionID: m.TransactionID, PartitionID: m.PartitionID, Partition: m.Partition, Queue: m.Queue,

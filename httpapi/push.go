@@ -204,10 +204,13 @@ func (tr *txResult) ackOf(a *queen.AckResult) {
 
 // txReply is the transaction reply; error is absent on success.
 type txReply struct {
-	TransactionID string     `json:"transactionId"`
-	Success       bool       `json:"success"`
-	Error         string     `json:"error,omitempty"`
-	Results       []txResult `json:"results"`
+	TransactionID string `json:"transactionId"`
+	Success       bool   `json:"success"`
+	Error         string `json:"error,omitempty"`
+	// Reason is Queen 2.x's code of a refused position (queue_not_found,
+	// offset_out_of_range).
+	Reason  string     `json:"reason,omitempty"`
+	Results []txResult `json:"results"`
 }
 
 // parseAckFields reads an ack item (of /ack or a transaction) with the
@@ -277,8 +280,11 @@ func (h *handler) transaction(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
+	// positions, Queen 2.x's rider, sets group positions with the
+	// operations; a transaction of positions alone needs no operations.
+	riders := f.has("positions")
 	elems, n, ok := f.arrayMax("operations", queen.MaxTxOps)
-	if !ok || f.err != nil {
+	if (!ok && !riders) || f.err != nil {
 		h.writeError(w, r, badRequest("operations array required"))
 		return
 	}
@@ -286,7 +292,7 @@ func (h *handler) transaction(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, tooLarge("a transaction takes at most %d operations (queen.MaxTxOps), not %d", queen.MaxTxOps, n))
 		return
 	}
-	if len(elems) == 0 {
+	if len(elems) == 0 && !riders {
 		h.writeError(w, r, badRequest("operations array cannot be empty"))
 		return
 	}
@@ -346,6 +352,15 @@ func (h *handler) transaction(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	pos, err := parsePositions(f, queen.MaxTxOps-len(ops))
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	for range pos {
+		types = append(types, "position")
+	}
+	ops = append(ops, pos...)
 	if len(ops) == 0 {
 		h.writeError(w, r, badRequest("operations array cannot be empty"))
 		return
@@ -356,6 +371,12 @@ func (h *handler) transaction(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.As(err, &te) && res != nil:
 		reply := txReply{TransactionID: res.ID, Error: txErrorText(ops, te), Results: []txResult{}}
+		if te.Op == "position" {
+			reply.Reason = "queue_not_found"
+			if errors.Is(te.Err, queen.ErrOffsetOutOfRange) {
+				reply.Reason = "offset_out_of_range"
+			}
+		}
 		for i := range res.Results {
 			tr := txResult{Index: i, Type: types[i]}
 			if a := res.Results[i].Ack; a != nil {
@@ -363,6 +384,8 @@ func (h *handler) transaction(w http.ResponseWriter, r *http.Request) {
 				tr.Error = nullString(ackErrorText(a.Err))
 			} else if ops[i].Push != nil {
 				tr.TransactionID = ops[i].Push.TransactionID
+			} else if i == te.Index {
+				tr.Error = nullString(positionErrorText(te.Err))
 			}
 			reply.Results = append(reply.Results, tr)
 		}
@@ -385,6 +408,9 @@ func (h *handler) transaction(w http.ResponseWriter, r *http.Request) {
 			if p.Error != "" {
 				tr.Success, tr.Error = false, nullString(p.Error)
 			}
+		case or.Position != nil:
+			off := or.Position.Offset
+			tr.QueueName, tr.PartitionName, tr.Offset = or.Position.Queue, or.Position.Partition, &off
 		}
 		reply.Results = append(reply.Results, tr)
 	}
@@ -402,6 +428,9 @@ func txErrorText(ops []queen.TxOp, te *queen.TransactionError) string {
 	}
 	if te.Index >= 0 && te.Index < len(ops) && ops[te.Index].Push != nil {
 		return "PUSH operation failed: " + pushErrorText(te.Err)
+	}
+	if te.Index >= 0 && te.Index < len(ops) && ops[te.Index].Position != nil {
+		return "POSITION operation failed: " + positionErrorText(te.Err)
 	}
 	return "transaction aborted: " + ackErrorText(te.Err)
 }

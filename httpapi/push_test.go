@@ -624,18 +624,21 @@ func TestLeaseExtend(t *testing.T) {
 	e.push("lease", "", "m", 1)
 	m := msgs(t, e.pop("/api/v1/pop/queue/lease?leaseSeconds=30"))[0]
 	path := "/api/v1/lease/" + m["leaseId"].(string) + "/extend"
-	res := e.arr("POST", path, `{}`, http.StatusOK)
-	require.Equal(t, []any{map[string]any{"index": 0.0, "leaseId": m["leaseId"], "success": true, "error": nil,
-		"expiresAt": itest.Stamp("2026-11-30T12:01:00.000Z")}}, res)
-	res = e.arr("POST", path, `{"seconds":120}`, http.StatusOK)
-	require.Equal(t, itest.Stamp("2026-11-30T12:02:00.000Z"), res[0].(map[string]any)["expiresAt"])
+	// One object, read by both generations: success and renewed (2.x),
+	// newExpiresAt (both), lease_expires_at (1.x), expiresAt and error
+	// (Queen's 1.x answer, an array of one such object).
+	stamp := itest.Stamp("2026-11-30T12:01:00.000Z")
+	res := e.obj("POST", path, `{}`, http.StatusOK)
+	require.Equal(t, map[string]any{"leaseId": m["leaseId"], "success": true, "renewed": 1.0, "error": nil,
+		"newExpiresAt": stamp, "expiresAt": stamp, "lease_expires_at": stamp}, res)
+	res = e.obj("POST", path, `{"seconds":120}`, http.StatusOK)
+	require.Equal(t, itest.Stamp("2026-11-30T12:02:00.000Z"), res["newExpiresAt"])
 
 	e.clock.Advance(121 * time.Second)
-	r := e.arr("POST", path, `{}`, http.StatusOK)[0].(map[string]any)
-	require.Equal(t, false, r["success"])
-	require.Equal(t, "Lease already expired", r["error"])
-	require.Nil(t, r["expiresAt"])
-	r = e.arr("POST", "/api/v1/lease/0190a0b0-1111-7222-8333-444455556666/extend", `{}`, http.StatusOK)[0].(map[string]any)
+	r := e.obj("POST", path, `{}`, http.StatusOK)
+	require.Equal(t, map[string]any{"leaseId": m["leaseId"], "success": false, "renewed": 0.0, "error": "Lease already expired",
+		"newExpiresAt": nil, "expiresAt": nil, "lease_expires_at": nil}, r)
+	r = e.obj("POST", "/api/v1/lease/0190a0b0-1111-7222-8333-444455556666/extend", `{}`, http.StatusOK)
 	require.Equal(t, "Lease not found", r["error"])
 
 	e.fails("POST", "/api/v1/lease/not-a-lease/extend", `{}`, http.StatusBadRequest, "leaseId must be a UUID")
