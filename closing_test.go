@@ -106,7 +106,7 @@ func closeCalls() []closeCall {
 			_, err = f.b.AckBatch(ctx, ackItems([]*queen.Message{m}, queen.AckCompleted))
 			return err
 		}},
-		{name: "Renew", methods: []string{"Renew", "RenewLease"}, run: func(ctx context.Context, f *closeFixture) error {
+		{name: "Renew", methods: []string{"Renew", "RenewLease", "ExtendLease"}, run: func(ctx context.Context, f *closeFixture) error {
 			m, err := pushPop(ctx, f.b, "rq", "")
 			if err != nil {
 				return err
@@ -114,7 +114,34 @@ func closeCalls() []closeCall {
 			if _, err := f.b.Renew(ctx, m); err != nil {
 				return err
 			}
-			_, err = f.b.RenewLease(ctx, m.LeaseID, time.Minute)
+			if _, err = f.b.RenewLease(ctx, m.LeaseID, time.Minute); err != nil {
+				return err
+			}
+			_, err = f.b.ExtendLease(ctx, m.LeaseID, time.Minute)
+			return err
+		}},
+		{name: "FetchPartitions", methods: []string{"FetchPartitions", "OffsetForTime"}, run: func(ctx context.Context, f *closeFixture) error {
+			// A waiting fetch too: Close must end it (ErrClosed), not wait out MaxWait.
+			_, err := f.b.FetchPartitions(ctx, queen.FetchRequest{Partitions: []queen.FetchPartition{{Queue: "q", Partition: "p0", Offset: 1 << 40}}})
+			if err != nil {
+				return err
+			}
+			if _, err := f.b.OffsetForTime(ctx, "q", "p0", time.Time{}); err != nil && !notFound(err) {
+				return err
+			}
+			_, err = f.b.FetchPartitions(ctx, queen.FetchRequest{MaxWait: queen.MaxFetchWait,
+				Partitions: []queen.FetchPartition{{Queue: "fq", Partition: "none", Offset: 0}}})
+			return err
+		}},
+		{name: "Positions", methods: []string{"GroupPositions", "SetPosition"}, run: func(ctx context.Context, f *closeFixture) error {
+			m, err := pushPop(ctx, f.b, "posq", "gpos")
+			if err != nil {
+				return err
+			}
+			if err := f.b.SetPosition(ctx, queen.Position{Group: "gpos", Queue: "posq", Partition: m.Partition, Offset: 1, Metadata: "m"}); err != nil {
+				return err
+			}
+			_, err = f.b.GroupPositions(ctx, "gpos", nil)
 			return err
 		}},
 		{name: "ExecTransaction", methods: []string{"ExecTransaction", "Transaction"}, run: func(ctx context.Context, f *closeFixture) error {
