@@ -141,7 +141,8 @@ func TestFacts(t *testing.T) {
 	at := time.Date(2031, 1, 2, 3, 4, 5, 0, time.UTC)
 	b := queentest.NewBroker(t, &queen.Options{Clock: queentest.NewClock(at), Durability: queen.SyncPushes})
 	f := b.Facts()
-	require.Equal(t, queen.Facts{Version: queen.Version, Durability: queen.SyncPushes, InMemory: true, OpenedAt: at}, f)
+	require.NotEmpty(t, f.StoreID)
+	require.Equal(t, queen.Facts{Version: queen.Version, Durability: queen.SyncPushes, InMemory: true, OpenedAt: at, StoreID: f.StoreID}, f)
 
 	dir := t.TempDir()
 	d, err := queen.Open(dir, &queen.Options{Durability: queen.SyncNever})

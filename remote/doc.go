@@ -79,6 +79,31 @@
 // as two cmd/queen processes with their own data directories: each would
 // see only what was sent to it (see docs/cluster.md, Deployments).
 //
+// The client checks it: GET /health of cmd/queen (of any httpapi server
+// in front of a [queen.Broker]) names the store behind it (storeId,
+// [queen.Facts].StoreID), and the first time a call other than a read (a
+// push, an ack, a renewal, a transaction, a configuration change, a
+// delete, a seek, a replay: any request but a GET) is routed to a server,
+// the client asks that server its /health first. The first store a server
+// of the list names is the list's store (the /health the client asks
+// once to learn the server's kind is that server's answer too); a call
+// routed to a
+// server naming another one is refused, then and for the life of the
+// client, with a [*StoreMismatchError] (matching [ErrMixedStores]) that
+// names both servers and both stores, and nothing of it is sent to that
+// server. Calls routed to the servers of the list's store go on as
+// before: nothing is stored where this client's pops would never look,
+// and every call that would have gone to the other store says why it did
+// not. A server out of reach is asked when it answers again, before any
+// such call goes to it; one whose /health names no store (Queen's server,
+// whose servers share a database, or a server that does not answer
+// /health with JSON) is never refused. Reads, pops among them, are not
+// checked (a pop takes what a store holds and strands nothing; acking
+// what it took is checked), and a client of one server asks nothing more
+// than before. Which store is the list's depends on which server answered
+// first: list the fronts of one store, and read the error as "this list
+// is wrong", not as a choice between the two.
+//
 // The ring: each server URL, without a trailing "/", gets
 // [DefaultVirtualNodes] points (or [Options].VirtualNodes), at
 // fnv1a(url + "#vnode" + i) for i = 0 … n−1, FNV-1a being the 32-bit hash

@@ -15,6 +15,7 @@ import (
 
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/httpapi"
+	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/queenlite/queen/queentest"
 	"github.com/queenlite/queen/remote"
 	"github.com/stretchr/testify/require"
@@ -140,8 +141,8 @@ func TestStores_CheckedWhenItComesBack(t *testing.T) {
 	b1, b2 := queentest.NewBroker(t, nil), queentest.NewBroker(t, nil)
 	s1 := serve(t, httpapi.New(b1, nil))
 	addr := freeAddr(t)
-	c, err := remote.Dial(s1.url+",http://"+addr, &remote.Options{Server: remote.ServerQueenLite,
-		ReadmitBackoff: time.Millisecond, RetryBackoff: time.Millisecond})
+	clock := itest.NewClock()
+	c, err := remote.Dial(s1.url+",http://"+addr, &remote.Options{Server: remote.ServerQueenLite, Clock: clock})
 	require.NoError(t, err)
 	defer c.Close()
 	p2 := laneOn(t, c, "q", "http://"+addr)
@@ -156,14 +157,32 @@ func TestStores_CheckedWhenItComesBack(t *testing.T) {
 	srv := &http.Server{Handler: s2, ReadHeaderTimeout: within}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
-	require.Eventually(t, func() bool { return c.ServerFor("q:"+p2+":"+queen.QueueModeGroup) == "http://"+addr },
-		within, time.Millisecond, "readmitted")
+	clock.Advance(time.Second) // the default ReadmitBackoff
+	require.Equal(t, "http://"+addr, c.ServerFor("q:"+p2+":"+queen.QueueModeGroup), "readmitted")
 
 	err = pushTo(ctx, c, "q", p2, "b")
 	require.ErrorIs(t, err, remote.ErrMixedStores)
 	require.Zero(t, s2.other.Load(), "only asked")
 	require.EqualValues(t, 1, s2.health.Load())
 	require.Zero(t, stored(t, b2, "q"))
+}
+
+// A server that cannot be asked fails the try before the call is sent:
+// even an ack, which is never repeated once sent, goes on to the next
+// server.
+func TestStores_UnaskedIsUnsent(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	s := serve(t, httpapi.New(b, nil))
+	c, err := remote.Dial("http://"+freeAddr(t)+","+s.url, &remote.Options{Server: remote.ServerQueenLite, Retries: 1})
+	require.NoError(t, err)
+	defer c.Close()
+	// Round-robin: the first call goes to the first server, which is down.
+	_, err = c.Ack(context.Background(), &queen.Message{Queue: "q", TransactionID: "t", PartitionID: "p", LeaseID: "l"}, true, queen.AckOptions{})
+	require.NotErrorIs(t, err, queen.ErrUnavailable, "answered by the second server: %v", err)
+	require.EqualValues(t, 1, s.other.Load())
+	require.False(t, c.Servers()[0].Healthy)
+	require.Contains(t, c.Servers()[0].LastError, "GET /health")
 }
 
 // Pushes from many goroutines over two stores, as in the trial:
@@ -289,25 +308,33 @@ func TestStores_QueenHealthNotRefused(t *testing.T) {
 }
 
 // A client of one server asks nothing more than before: no GET /health
-// for pushes and acks (the server's kind, when asked for, is the one
-// request /health ever gets).
+// for pushes, pops and acks when it is told the server's kind, and the
+// one question of the kind when it is not.
 func TestStores_OneServerAsksNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	b := queentest.NewBroker(t, nil)
-	s := serve(t, httpapi.New(b, nil))
-	c, err := remote.Dial(s.url, nil)
-	require.NoError(t, err)
-	defer c.Close()
-	for i := range 5 {
-		require.NoError(t, pushTo(ctx, c, "q", "p", fmt.Sprint(i)))
+	for _, kind := range []remote.Server{remote.ServerQueenLite, remote.ServerDetect} {
+		t.Run(kind.String(), func(t *testing.T) {
+			b := queentest.NewBroker(t, nil)
+			s := serve(t, httpapi.New(b, nil))
+			c, err := remote.Dial(s.url, &remote.Options{Server: kind})
+			require.NoError(t, err)
+			defer c.Close()
+			for i := range 5 {
+				require.NoError(t, pushTo(ctx, c, "q", "p", fmt.Sprint(i)))
+			}
+			res, err := c.Pop(ctx, queen.PopRequest{Queue: "q", Partition: "p", Batch: 5})
+			require.NoError(t, err)
+			_, err = c.AckBatch(ctx, ackAll(res.Messages))
+			require.NoError(t, err)
+			require.EqualValues(t, 7, s.other.Load())
+			if kind == remote.ServerDetect {
+				require.LessOrEqual(t, s.health.Load(), int32(1), "the kind, asked once")
+			} else {
+				require.Zero(t, s.health.Load())
+			}
+		})
 	}
-	res, err := c.Pop(ctx, queen.PopRequest{Queue: "q", Partition: "p", Batch: 5})
-	require.NoError(t, err)
-	_, err = c.AckBatch(ctx, ackAll(res.Messages))
-	require.NoError(t, err)
-	require.Zero(t, s.health.Load())
-	require.EqualValues(t, 7, s.other.Load())
 }
 
 func ackAll(ms []*queen.Message) []queen.AckItem {
