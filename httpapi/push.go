@@ -357,6 +357,27 @@ func (h *handler) transaction(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
+	// Queen 2.x's kv and timers riders (a lock guard travels as a kv
+	// check) are not served: refused rather than run without them.
+	for _, rider := range []string{"kv", "timers"} {
+		if f.has(rider) {
+			h.writeError(w, r, badRequest("%s operations are not supported by this broker", rider))
+			return
+		}
+	}
+	// requiredLeases: as in Queen 2.x, a bundle naming a single lease
+	// lends it to the acks that carry none (they are fenced by it);
+	// Queen 1.x ignored the list.
+	if lent, err := singleLease(f); err != nil {
+		h.writeError(w, r, err)
+		return
+	} else if lent != "" {
+		for _, o := range ops {
+			if o.Ack != nil && o.Ack.LeaseID == "" {
+				o.Ack.LeaseID = lent
+			}
+		}
+	}
 	for range pos {
 		types = append(types, "position")
 	}
@@ -415,6 +436,30 @@ func (h *handler) transaction(w http.ResponseWriter, r *http.Request) {
 		reply.Results = append(reply.Results, tr)
 	}
 	writeJSON(w, http.StatusOK, reply)
+}
+
+// singleLease reads a transaction's requiredLeases: an array of lease
+// ids, taken as a set; it returns the lease when the set has exactly one.
+func singleLease(f *fields) (string, error) {
+	if !f.has("requiredLeases") {
+		return "", f.err
+	}
+	elems, n, ok := f.arrayMax("requiredLeases", queen.MaxTxOps)
+	if !ok || f.err != nil || n > queen.MaxTxOps {
+		return "", badRequest("requiredLeases must be an array of lease ids")
+	}
+	lease := ""
+	for i, raw := range elems {
+		var id string
+		if kind(raw) != '"' || json.Unmarshal(raw, &id) != nil {
+			return "", badRequest("requiredLeases[%d] must be a string", i)
+		}
+		if lease != "" && id != lease {
+			return "", nil // several leases: each ack is fenced by its own
+		}
+		lease = id
+	}
+	return lease, nil
 }
 
 // errTooManyOps refuses a transaction whose push items make it longer

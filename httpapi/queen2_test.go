@@ -287,3 +287,27 @@ func TestQueen2_Positions(t *testing.T) {
 		http.StatusBadRequest, "exceeds 4096 B")
 	e.fails("POST", "/api/v1/transaction", `{"positions":[{"queue":"orders","consumerGroup":"g","offset":0,"metadata":5}]}`, http.StatusBadRequest, "metadata is a string")
 }
+
+func TestQueen2_TransactionLeases(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil, nil)
+	e.push("in", "", "i0", 0)
+	e.push("in", "", "i1", 1)
+	m := msgs(t, e.pop("/api/v1/pop/queue/in?consumerGroup=g&subscriptionMode=all&batch=1&leaseSeconds=10"))[0]
+	stale := m["leaseId"].(string)
+	e.clock.Advance(11 * time.Second) // the lease expires; the message comes back under a new one
+	again := msgs(t, e.pop("/api/v1/pop/queue/in?consumerGroup=g&batch=1"))[0]
+	require.Equal(t, m["transactionId"], again["transactionId"])
+	ack := map[string]any{"type": "ack", "transactionId": m["transactionId"], "partitionId": m["partitionId"], "consumerGroup": "g", "status": "completed"}
+	// One lease named: lent to the ack that carries none, which it fences.
+	tx := e.obj("POST", "/api/v1/transaction", map[string]any{"operations": []any{ack}, "requiredLeases": []any{stale}}, http.StatusOK)
+	require.Equal(t, false, tx["success"], "the stale lease fences the ack out")
+	require.Contains(t, tx["error"], "Invalid or expired lease")
+	// Several leases: each ack by its own (none here: unfenced, as in 1.x).
+	tx = e.obj("POST", "/api/v1/transaction", map[string]any{"operations": []any{ack}, "requiredLeases": []any{stale, again["leaseId"]}}, http.StatusOK)
+	require.Equal(t, true, tx["success"])
+
+	e.fails("POST", "/api/v1/transaction", map[string]any{"operations": []any{ack}, "requiredLeases": []any{1}}, http.StatusBadRequest, "requiredLeases[0] must be a string")
+	e.fails("POST", "/api/v1/transaction", map[string]any{"operations": []any{ack},
+		"kv": []any{map[string]any{"op": "check", "required": true}}}, http.StatusBadRequest, "kv operations are not supported")
+}
