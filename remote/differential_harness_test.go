@@ -532,6 +532,23 @@ func (p *printer) any(x any) {
 		}
 	case *queen.FetchResult:
 		p.fetch(x)
+	case []queen.PartitionRead:
+		p.f("fetched %d\n", len(x))
+		for _, r := range x {
+			// Records over HTTP carry no message nor trace id (documented).
+			p.f("  partition q=%s p=%s high=%d start=%d err=%s records=%d\n", r.Queue, r.Partition, r.HighWatermark, r.LogStartOffset,
+				errText(r.Err), len(r.Records))
+			for _, rec := range r.Records {
+				p.f("    record offset=%d tx=%s created=%s payload=%s\n", rec.Offset, p.id(rec.TransactionID), p.tm(rec.CreatedAt),
+					payloadText(rec.Payload))
+			}
+		}
+	case []queen.Position:
+		p.f("positions %d\n", len(x))
+		for _, pos := range x {
+			p.f("  position g=%s q=%s p=%s offset=%d metadata=%q forget=%v\n", pos.Group, pos.Queue, pos.Partition, pos.Offset,
+				pos.Metadata, pos.Forget)
+		}
 	case *queen.SeekResult:
 		switch {
 		case x == nil:
@@ -641,6 +658,9 @@ func (p *printer) txn(r *queen.TxResult) {
 			p.ack(o.Ack)
 		case o.Push != nil:
 			p.push(o.Push)
+		case o.Position != nil:
+			p.f("  position g=%s q=%s p=%s offset=%d metadata=%q\n", o.Position.Group, o.Position.Queue, o.Position.Partition,
+				o.Position.Offset, o.Position.Metadata)
 		default:
 			p.f("  empty result\n")
 		}

@@ -50,12 +50,15 @@ const (
 	dkMaintain
 	dkReopen
 	dkVerify
+	dkPositions
+	dkFetchParts
 	dkCount
 )
 
 var diffKindNames = [dkCount]string{"push", "pop", "discover", "ack", "ackOne", "renew", "txn", "advance", "seekGroup", "seekPartition",
 	"setSubscription", "fetch", "deadLetters", "replayDead", "deleteDead", "parked", "replayParked", "deleteParked", "configure",
-	"describe", "deleteQueue", "stats", "listQueues", "listGroups", "deleteGroup", "maintain", "reopen", "verify"}
+	"describe", "deleteQueue", "stats", "listQueues", "listGroups", "deleteGroup", "maintain", "reopen", "verify",
+	"positions", "fetchPartitions"}
 
 func (k diffKind) String() string { return diffKindNames[k] }
 
@@ -64,7 +67,7 @@ var diffWeights = [dkCount]int{
 	dkPush: 140, dkPop: 120, dkDiscover: 8, dkAck: 100, dkAckOne: 30, dkRenew: 20, dkTxn: 40, dkAdvance: 50, dkSeekGroup: 12,
 	dkSeekPartition: 12, dkSetSub: 8, dkFetch: 15, dkDeadLetters: 15, dkReplayDead: 12, dkDeleteDead: 8, dkParked: 10,
 	dkReplayParked: 8, dkDeleteParked: 6, dkConfigure: 15, dkDescribe: 6, dkDeleteQueue: 3, dkStats: 15, dkListQueues: 6,
-	dkListGroups: 10, dkDeleteGroup: 8, dkMaintain: 8, dkReopen: 8, dkVerify: 6,
+	dkListGroups: 10, dkDeleteGroup: 8, dkMaintain: 8, dkReopen: 8, dkVerify: 6, dkPositions: 12, dkFetchParts: 10,
 }
 
 // diffOp is one operation of a sequence. Its parameters are drawn from
@@ -205,6 +208,10 @@ func (x *dex) exec(i int, o diffOp) {
 		x.d.reopen()
 	case dkVerify:
 		x.verify()
+	case dkPositions:
+		x.opPositions(r)
+	case dkFetchParts:
+		x.opFetchParts(r)
 	}
 }
 
@@ -820,6 +827,70 @@ func (x *dex) opFetch(r *rand.Rand) {
 	}
 	x.d.emit("d.do(%q, func(k int, c queen.Client) any { return ans(c.Fetch(ctx, %s, %s, %d, %d)) })", "fetch", gq(q), gq(p), from, limit)
 	x.d.do("fetch", func(k int, c queen.Client) any { return ans(c.Fetch(x.d.ctx, q, p, from, limit)) })
+}
+
+// opPositions reads a group's positions (named partitions or all of
+// them), or sets or forgets one.
+func (x *dex) opPositions(r *rand.Rand) {
+	g := adminGroup(r)
+	if r.IntN(3) == 0 {
+		// Named groups only, for now: a set that makes the queue-mode
+		// group, named __QUEUE_MODE__ on the wire, makes it in the
+		// broker's default subscription mode instead of mode all
+		// (Broker.SetPosition with Group queen.QueueModeGroup does the
+		// same; with "" it does not).
+		g = diffGroups[2+r.IntN(len(diffGroups)-2)]
+		pos := queen.Position{Group: g, Queue: pickQ(r), Partition: pickP(r), Offset: int64(r.IntN(7))}
+		switch r.IntN(6) {
+		case 0:
+			pos.Forget = true
+		case 1:
+			pos.Metadata = "m" + strconv.Itoa(r.IntN(3))
+		case 2:
+			pos.Offset = -1 // invalid
+		}
+		x.d.emit("d.do(%q, func(k int, c queen.Client) any { return ans(0, c.SetPosition(ctx, queen.Position{Group: %s, Queue: %s, Partition: %s, Offset: %d, Metadata: %s, Forget: %v})) })",
+			"setPosition", gq(pos.Group), gq(pos.Queue), gq(pos.Partition), pos.Offset, gq(pos.Metadata), pos.Forget)
+		x.d.do("setPosition", func(k int, c queen.Client) any { return ans(0, c.SetPosition(x.d.ctx, pos)) })
+		return
+	}
+	var parts []queen.PartitionRef
+	code := "nil"
+	if r.IntN(3) > 0 {
+		var refs []string
+		parts = []queen.PartitionRef{}
+		for range 1 + r.IntN(3) {
+			ref := queen.PartitionRef{Queue: pickQ(r), Partition: pickP(r)}
+			parts = append(parts, ref)
+			refs = append(refs, fmt.Sprintf("{Queue: %s, Partition: %s}", gq(ref.Queue), gq(ref.Partition)))
+		}
+		code = "[]queen.PartitionRef{" + strings.Join(refs, ", ") + "}"
+	}
+	x.d.emit("d.do(%q, func(k int, c queen.Client) any { return ans(c.GroupPositions(ctx, %s, %s)) })", "positions", gq(g), code)
+	x.d.do("positions", func(k int, c queen.Client) any { return ans(c.GroupPositions(x.d.ctx, g, parts)) })
+}
+
+// opFetchPartitions reads a few partitions by offset at once (never
+// waiting: the brokers share a fake clock).
+func (x *dex) opFetchParts(r *rand.Rand) {
+	var req queen.FetchRequest
+	var code []string
+	for range 1 + r.IntN(3) {
+		fp := queen.FetchPartition{Queue: pickQ(r), Partition: pickP(r), Offset: int64(r.IntN(6))}
+		switch r.IntN(12) {
+		case 0:
+			fp.Queue = "nope"
+		case 1:
+			fp.MaxBytes = 1 + r.IntN(12)
+		case 2:
+			fp.Offset = -1 // invalid
+		}
+		req.Partitions = append(req.Partitions, fp)
+		code = append(code, fmt.Sprintf("{Queue: %s, Partition: %s, Offset: %d, MaxBytes: %d}", gq(fp.Queue), gq(fp.Partition), fp.Offset, fp.MaxBytes))
+	}
+	x.d.emit("d.do(%q, func(k int, c queen.Client) any { return ans(c.FetchPartitions(ctx, queen.FetchRequest{Partitions: []queen.FetchPartition{%s}})) })",
+		"fetchPartitions", strings.Join(code, ", "))
+	x.d.do("fetchPartitions", func(k int, c queen.Client) any { return ans(c.FetchPartitions(x.d.ctx, req)) })
 }
 
 func (x *dex) opLetters(r *rand.Rand, dead bool) {

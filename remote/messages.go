@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/queenlite/queen"
@@ -162,16 +163,46 @@ func (c *Client) Push(ctx context.Context, items []queen.PushItem) ([]queen.Push
 
 // popReply is a pop's answer, in either server's form.
 type popReply struct {
-	Success           *bool          `json:"success"`
-	Error             *string        `json:"error"`
-	Queue             string         `json:"queue"`
-	Partition         string         `json:"partition"`
-	PartitionID       *string        `json:"partitionId"`
-	LeaseID           *string        `json:"leaseId"`
-	ConsumerGroup     string         `json:"consumerGroup"`
-	PartitionsClaimed int            `json:"partitionsClaimed"`
-	Conflating        *bool          `json:"conflating"` // ours; absent from Queen's answers
-	Messages          []popMessageJS `json:"messages"`
+	Success           *bool   `json:"success"`
+	Error             *string `json:"error"`
+	Queue             string  `json:"queue"`
+	Partition         string  `json:"partition"`
+	PartitionID       *string `json:"partitionId"`
+	LeaseID           *string `json:"leaseId"`
+	ConsumerGroup     string  `json:"consumerGroup"`
+	PartitionsClaimed int     `json:"partitionsClaimed"`
+	Conflating        *bool   `json:"conflating"` // ours; absent from Queen's answers
+	// Queen 2.x's echoes, each sent only when true (cmd/queen sends them
+	// too): the group conflates; the pop's conflation differed from the
+	// group's; how an autopilot pop was sized.
+	Conflation         *bool           `json:"conflation"`
+	ConflationConflict *bool           `json:"conflationConflict"`
+	Autopilot          json.RawMessage `json:"autopilot"`
+	Messages           []popMessageJS  `json:"messages"`
+}
+
+// autopilotJSON is a pop's autopilot echo.
+type autopilotJSON struct {
+	Partitions *int   `json:"partitions"`
+	Batch      *int   `json:"batch"`
+	WaitMs     *int64 `json:"waitMs"`
+}
+
+// advice reads an autopilot echo: nil when absent or malformed (a 2.x
+// client takes either as no advice, never as an error).
+func advice(raw json.RawMessage) *queen.AutopilotAdvice {
+	if len(raw) == 0 {
+		return nil
+	}
+	var a autopilotJSON
+	if err := json.Unmarshal(raw, &a); err != nil || a.Partitions == nil || a.Batch == nil {
+		return nil
+	}
+	out := &queen.AutopilotAdvice{Partitions: *a.Partitions, Batch: *a.Batch}
+	if a.WaitMs != nil && *a.WaitMs > 0 {
+		out.Wait = time.Duration(*a.WaitMs) * time.Millisecond
+	}
+	return out
 }
 
 type popMessageJS struct {
@@ -368,20 +399,29 @@ func (c *Client) Pop(ctx context.Context, req queen.PopRequest) (*queen.PopResul
 	}
 	// The group conflates: as the server says, else as asked (an answer
 	// without the field is Queen's, which never conflates, or older).
+	// Queen 2.x says "conflation":true only when the group conflates, and
+	// "conflationConflict":true (the stored policy wins) when the pop
+	// asked otherwise: either key settles it.
 	conflating := req.Conflation
-	if pr.Conflating != nil {
-		conflating = *pr.Conflating
+	conflict := pr.ConflationConflict != nil && *pr.ConflationConflict
+	switch {
+	case pr.Conflating != nil || pr.Conflation != nil:
+		conflating = (pr.Conflating != nil && *pr.Conflating) || (pr.Conflation != nil && *pr.Conflation)
+	case conflict:
+		conflating = !req.Conflation
 	}
+	autopilot := advice(pr.Autopilot)
 	if len(pr.Messages) == 0 {
 		// cmd/queen answers a conflating group's empty pop so; Queen's
 		// server every empty pop.
-		empty.Conflating = conflating
+		empty.Conflating, empty.ConflationConflict, empty.Autopilot = conflating, conflict, autopilot
 		return empty, nil
 	}
 	res := &queen.PopResult{
 		Queue: firstOf(pr.Queue, req.Queue), Partition: pr.Partition, PartitionID: either(pr.PartitionID, nil),
 		LeaseID: either(pr.LeaseID, nil), ConsumerGroup: firstOf(pr.ConsumerGroup, group),
-		PartitionsClaimed: pr.PartitionsClaimed, Conflating: conflating, Messages: make([]*queen.Message, len(pr.Messages)),
+		PartitionsClaimed: pr.PartitionsClaimed, Conflating: conflating, ConflationConflict: conflict, Autopilot: autopilot,
+		Messages: make([]*queen.Message, len(pr.Messages)),
 	}
 	for i := range pr.Messages {
 		m := &pr.Messages[i]
@@ -692,7 +732,11 @@ type txReply struct {
 // server an ack of status failed or retry in a transaction is
 // [queen.ErrUnsupported] before sending: that server dead-letters a
 // failed one at once, whatever the retry budget, and aborts on a retry
-// one; settle those with [Client.AckBatch].
+// one; settle those with [Client.AckBatch]. Positions ([queen.TxOp].Position)
+// travel in the body's "positions" rider beside the operations (Queen
+// 2.x's), and are [queen.ErrUnsupported] on Queen's 1.x server, before
+// sending; a refused one aborts the whole transaction with a
+// [*queen.TransactionError] of Op "position".
 func (c *Client) ExecTransaction(ctx context.Context, ops []queen.TxOp) (*queen.TxResult, error) {
 	if len(ops) == 0 {
 		return nil, &queen.ArgumentError{Field: "ops", Reason: "must not be empty"}
@@ -700,12 +744,24 @@ func (c *Client) ExecTransaction(ctx context.Context, ops []queen.TxOp) (*queen.
 	if len(ops) > queen.MaxTxOps { // refused here: Queen's server would run it into its database's statement timeout
 		return nil, fmt.Errorf("%w: a transaction takes at most %d operations (queen.MaxTxOps), not %d", queen.ErrTooLarge, queen.MaxTxOps, len(ops))
 	}
-	wire := make([]map[string]any, len(ops))
+	// The operations travel in "operations", in order, and the positions
+	// after them in "positions": the answer's results follow that order.
+	wire := make([]map[string]any, 0, len(ops))
+	var opAt []int // the index in ops of each wire operation
+	var positions []positionJSON
+	var setPos []queen.Position // as checked (partition defaulted)
+	var posAt []int
 	var acks []queen.AckItem
 	var ackAt []int
 	for i, o := range ops {
 		switch {
-		case o.Ack != nil && o.Push == nil:
+		case o.Position != nil && o.Ack == nil && o.Push == nil:
+			pos := *o.Position
+			if err := checkPosition(i, &pos); err != nil {
+				return nil, err
+			}
+			positions, setPos, posAt = append(positions, positionOf(&pos)), append(setPos, pos), append(posAt, i)
+		case o.Ack != nil && o.Push == nil && o.Position == nil:
 			if o.Ack.TransactionID == "" || o.Ack.PartitionID == "" {
 				return nil, &queen.ArgumentError{Field: fmt.Sprintf("ops[%d].Ack", i), Reason: "needs TransactionID and PartitionID"}
 			}
@@ -715,39 +771,88 @@ func (c *Client) ExecTransaction(ctx context.Context, ops []queen.TxOp) (*queen.
 				}
 			}
 			a := ackOf(o.Ack)
-			wire[i] = map[string]any{"type": "ack", "transactionId": a.TransactionID, "partitionId": a.PartitionID, "leaseId": a.LeaseID,
+			w := map[string]any{"type": "ack", "transactionId": a.TransactionID, "partitionId": a.PartitionID, "leaseId": a.LeaseID,
 				"consumerGroup": a.ConsumerGroup, "status": a.Status, "error": a.Error, "delayMs": a.DelayMs}
 			for _, k := range []string{"leaseId", "consumerGroup", "status", "error"} {
-				if wire[i][k] == "" {
-					delete(wire[i], k)
+				if w[k] == "" {
+					delete(w, k)
 				}
 			}
 			if a.DelayMs == 0 {
-				delete(wire[i], "delayMs")
+				delete(w, "delayMs")
 			}
+			wire, opAt = append(wire, w), append(opAt, i)
 			acks, ackAt = append(acks, *o.Ack), append(ackAt, i)
-		case o.Push != nil && o.Ack == nil:
+		case o.Push != nil && o.Ack == nil && o.Position == nil:
 			p, err := wireItems([]queen.PushItem{*o.Push}, func(int) string { return fmt.Sprintf("ops[%d].Push", i) })
 			if err != nil {
 				return nil, err
 			}
-			wire[i] = map[string]any{"type": "push", "items": p}
+			wire, opAt = append(wire, map[string]any{"type": "push", "items": p}), append(opAt, i)
 		default:
-			return nil, &queen.ArgumentError{Field: fmt.Sprintf("ops[%d]", i), Reason: "must hold exactly one of Ack and Push"}
+			return nil, &queen.ArgumentError{Field: fmt.Sprintf("ops[%d]", i), Reason: "must hold exactly one of Ack, Push and Position"}
+		}
+	}
+	if len(positions) > 0 {
+		if err := c.unsupportedOn(ctx, "a transaction with positions"); err != nil {
+			return nil, err
 		}
 	}
 	if err := failedInTx(ops); err != nil && c.serverKind(ctx) == ServerQueen { // asks the server only then
 		return nil, err
 	}
+	body := map[string]any{"operations": wire}
+	if len(positions) > 0 {
+		body["positions"] = positions
+	}
 	var out txReply
-	r := &request{op: "transaction", method: http.MethodPost, path: "/api/v1/transaction", body: map[string]any{"operations": wire}}
+	r := &request{op: "transaction", method: http.MethodPost, path: "/api/v1/transaction", body: body}
 	if err := c.call(ctx, r, &out); err != nil {
 		return nil, err
 	}
-	res := &queen.TxResult{ID: out.TransactionID, Results: make([]queen.TxOpResult, min(len(out.Results), len(ops)))}
-	for i := range res.Results {
-		o := &out.Results[i]
+	// indexOf is the index in ops of the answer's k-th result.
+	indexOf := func(k int) int {
+		if k < len(opAt) {
+			return opAt[k]
+		}
+		return posAt[k-len(opAt)]
+	}
+	n := min(len(out.Results), len(wire)+len(positions))
+	failed := -1 // the index in ops of the refused operation
+	posFailed := strings.HasPrefix(out.Error, positionFailed)
+	if !out.Success {
 		switch {
+		case posFailed && n > len(wire):
+			failed = indexOf(n - 1)
+		case posFailed && len(posAt) > 0: // the answer names no position: the first
+			failed = posAt[0]
+		case n > 0:
+			failed = indexOf(n - 1)
+		}
+	}
+	res := &queen.TxResult{ID: out.TransactionID, Results: make([]queen.TxOpResult, len(ops))}
+	if !out.Success {
+		res.Results = res.Results[:failed+1] // as a Broker's: up to the refused operation
+	}
+	for k := range n {
+		i := indexOf(k)
+		if i >= len(res.Results) {
+			continue
+		}
+		o := &out.Results[k]
+		switch {
+		case ops[i].Position != nil:
+			if !out.Success {
+				continue // nothing was set
+			}
+			pos := setPos[k-len(opAt)]
+			if o.Offset != nil {
+				pos.Offset = *o.Offset
+			}
+			if pos.Forget {
+				pos.Metadata = ""
+			}
+			res.Results[i].Position = &pos
 		case ops[i].Ack != nil:
 			if !out.Success && o.TransactionID == "" && o.DLQ == nil {
 				continue // aborted before this ack was looked at: no result, as a Broker's
@@ -772,41 +877,54 @@ func (c *Client) ExecTransaction(ctx context.Context, ops []queen.TxOp) (*queen.
 			res.Results[i].Push = &pr
 		}
 	}
+	if out.Success && n < len(ops) {
+		res.Results = res.Results[:n] // an answer short of results (Queen's): as many as it gave
+	}
 	if !out.Success {
 		if msg, timedOut := statementTimeout(out.Error); timedOut { // no one operation was refused
 			return nil, &ServerError{Op: "transaction", StatusCode: http.StatusOK, Message: msg, Err: queen.ErrTransactionAborted}
 		}
-		return res, txError(ops, res, out.Error)
+		return res, txError(ops, max(failed, 0), out.Error)
 	}
 	items := make([]queen.AckItem, 0, len(acks))
 	results := make([]queen.AckResult, 0, len(acks))
 	for j, i := range ackAt {
-		if a := res.Results[i].Ack; a != nil {
-			items, results = append(items, acks[j]), append(results, *a)
+		if i < len(res.Results) {
+			if a := res.Results[i].Ack; a != nil {
+				items, results = append(items, acks[j]), append(results, *a)
+			}
 		}
 	}
 	c.rt.Settled(items, results)
 	return res, nil
 }
 
+// positionFailed starts the reason of a transaction a position aborted.
+const positionFailed = "POSITION operation failed: "
+
 // txError rebuilds the TransactionError of an aborted transaction from
-// the server's reason ("ACK operation failed: ...").
-func txError(ops []queen.TxOp, res *queen.TxResult, reason string) error {
-	i := len(res.Results) - 1
-	te := &queen.TransactionError{Index: max(i, 0)}
+// the server's reason ("ACK operation failed: ..."); i is the refused
+// operation's index in ops.
+func txError(ops []queen.TxOp, i int, reason string) error {
+	te := &queen.TransactionError{Index: i}
 	switch {
 	case len(reason) > len("ACK operation failed: ") && reason[:len("ACK operation failed: ")] == "ACK operation failed: ":
 		te.Op, te.Err = "ack", ackError(reason[len("ACK operation failed: "):])
 	case len(reason) > len("PUSH operation failed: ") && reason[:len("PUSH operation failed: ")] == "PUSH operation failed: ":
 		te.Op, te.Err = "push", pushError(reason[len("PUSH operation failed: "):])
+	case len(reason) > len(positionFailed) && reason[:len(positionFailed)] == positionFailed:
+		te.Op, te.Err = "position", positionError(reason[len(positionFailed):])
 	default:
 		te.Err = &ServerError{Op: "transaction", StatusCode: http.StatusOK, Message: reason}
 	}
-	if te.Op == "" && i >= 0 && i < len(ops) {
-		if ops[i].Ack != nil {
+	if te.Op == "" && i < len(ops) {
+		switch {
+		case ops[i].Ack != nil:
 			te.Op = "ack"
-		} else {
+		case ops[i].Push != nil:
 			te.Op = "push"
+		default:
+			te.Op = "position"
 		}
 	}
 	return te

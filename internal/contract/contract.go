@@ -190,6 +190,10 @@ var cases = []struct {
 	{"WaitingPopWakes", testWaitingPopWakes},
 	{"ContextCancel", testContextCancel},
 	{"CloseDrains", testCloseDrains},
+	{"FetchPartitions", testFetchPartitions},
+	{"OffsetForTime", testOffsetForTime},
+	{"Positions", testPositions},
+	{"TransactionPositions", testTransactionPositions},
 }
 
 // push pushes one message per payload to queue/partition and checks they
