@@ -196,6 +196,9 @@ func checkPosition(i int, pos *Position) error {
 	if err := checkLabel(field+"Group", pos.Group); err != nil {
 		return err
 	}
+	if pos.Group == QueueModeGroup {
+		pos.Group = "" // as a pop names it: a queue-mode group starts at the first message
+	}
 	if pos.Forget {
 		return nil
 	}

@@ -834,12 +834,7 @@ func (x *dex) opFetch(r *rand.Rand) {
 func (x *dex) opPositions(r *rand.Rand) {
 	g := adminGroup(r)
 	if r.IntN(3) == 0 {
-		// Named groups only, for now: a set that makes the queue-mode
-		// group, named __QUEUE_MODE__ on the wire, makes it in the
-		// broker's default subscription mode instead of mode all
-		// (Broker.SetPosition with Group queen.QueueModeGroup does the
-		// same; with "" it does not).
-		g = diffGroups[2+r.IntN(len(diffGroups)-2)]
+		g = diffGroups[r.IntN(len(diffGroups))]
 		pos := queen.Position{Group: g, Queue: pickQ(r), Partition: pickP(r), Offset: int64(r.IntN(7))}
 		switch r.IntN(6) {
 		case 0:

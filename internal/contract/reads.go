@@ -253,6 +253,16 @@ func testPositions(e *env) {
 	msgs = e.pop(e.c.Queue("pos").Group("fresh").Batch(10))
 	require.Len(t, msgs, 2)
 	require.Equal(t, 3, nOf(msgs[0]))
+
+	// The queue-mode group made by a set, named as the wire names it:
+	// like a queue-mode pop, it starts at the first message of every
+	// other partition, whatever the default subscription mode.
+	e.push("posqm", "a", numbered(2)...)
+	e.push("posqm", "b", numbered(2)...)
+	require.NoError(t, e.c.SetPosition(e.ctx, queen.Position{Group: queen.QueueModeGroup, Queue: "posqm", Partition: "a", Offset: 1}))
+	require.EqualValues(t, 0, e.position("", "posqm", "b").Offset, "the other partition from its start")
+	msgs = e.pop(e.c.Queue("posqm").Partition("b").Batch(10))
+	require.Len(t, msgs, 2, "nothing skipped")
 }
 
 // testTransactionPositions: a position rides a transaction with an ack
