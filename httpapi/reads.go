@@ -94,6 +94,14 @@ func entriesOf(f *fields, max int) ([]*fields, error) {
 	return out, nil
 }
 
+// checkRef checks the queue and partition names an entry e gave.
+func checkRef(e *fields, queue, partition string) error {
+	if err := checkName(e.prefix()+"queue", queue); err != nil {
+		return err
+	}
+	return checkLabel(e.prefix()+"partition", partition)
+}
+
 // fetchMany serves POST /api/v1/fetch.
 func (h *handler) fetchMany(w http.ResponseWriter, r *http.Request) {
 	f, err := h.readBody(w, r)
@@ -121,11 +129,7 @@ func (h *handler) fetchMany(w http.ResponseWriter, r *http.Request) {
 			h.writeError(w, r, badRequest("offset must be non-negative"))
 			return
 		}
-		if err := checkName(e.prefix()+"queue", fp.Queue); err != nil {
-			h.writeError(w, r, err)
-			return
-		}
-		if err := checkLabel(e.prefix()+"partition", fp.Partition); err != nil {
+		if err := checkRef(e, fp.Queue, fp.Partition); err != nil {
 			h.writeError(w, r, err)
 			return
 		}
@@ -228,11 +232,7 @@ func (h *handler) fetchOffsets(w http.ResponseWriter, r *http.Request) {
 			h.writeError(w, r, e.err)
 			return
 		}
-		if err := checkName(e.prefix()+"queue", a.queue); err != nil {
-			h.writeError(w, r, err)
-			return
-		}
-		if err := checkLabel(e.prefix()+"partition", a.partition); err != nil {
+		if err := checkRef(e, a.queue, a.partition); err != nil {
 			h.writeError(w, r, err)
 			return
 		}
@@ -299,10 +299,7 @@ func (h *handler) groupPositions(w http.ResponseWriter, r *http.Request) {
 			}
 			parts[i] = queen.PartitionRef{Queue: e.str("queue"), Partition: p}
 			if e.err == nil {
-				e.err = checkName(e.prefix()+"queue", parts[i].Queue)
-			}
-			if e.err == nil {
-				e.err = checkLabel(e.prefix()+"partition", p)
+				e.err = checkRef(e, parts[i].Queue, p)
 			}
 			if e.err != nil {
 				h.writeError(w, r, e.err)
