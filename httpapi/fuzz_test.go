@@ -35,6 +35,9 @@ var fuzzRoutes = []struct{ method, path string }{
 	{"GET", "/api/v1/pop"},
 	{"GET", "/api/v1/analytics/queue-ops"},
 	{"GET", "/api/v1/status"},
+	{"POST", "/api/v1/fetch"},
+	{"POST", "/api/v1/fetch/offsets"},
+	{"POST", "/api/v1/consumer-groups/positions"},
 }
 
 // FuzzHandlers sends fuzzed bodies, query strings and path segments to the
@@ -84,6 +87,15 @@ func FuzzHandlers(f *testing.F) {
 		{12, "", "from=" + itest.Stamp("2026-11-30T11:00:00Z") + "&to=" + itest.Stamp("2026-11-30T12:00:00Z") + "&queue=fz", ``},
 		{12, "", "from=" + itest.Stamp("2026-11-30T12:00:00Z") + "&to=" + itest.Stamp("2026-11-30T11:00:00Z"), ``},
 		{13, "", "from=yesterday&queue=%00", ``},
+		{14, "", "", `{"entries":[{"queue":"fz","partition":"Default","offset":0,"maxBytes":1},{"queue":"fz","partition":7,"offset":99},{"queue":"none","offset":0}]}`},
+		{14, "", "", `{"entries":[{"queue":"fz","offset":-1}],"maxWaitMs":50,"minBytes":-3}`},
+		{14, "", "", `{"entries":[{"queue":"fz","offset":1e300}],"maxWaitMs":1e99}`},
+		{15, "", "", `{"entries":[{"queue":"fz","timestamp":0},{"queue":"fz","timestamp":"` + itest.Stamp("2026-11-30T12:00:00Z") + `"},{"queue":"fz","timestamp":-1}]}`},
+		{16, "", "", `{"consumerGroup":"g","entries":[{"queue":"fz","partition":"Default"},{"queue":"x"}]}`},
+		{16, "", "", `{"consumerGroup":"","entries":5}`},
+		{5, "", "", `{"positions":[{"queue":"fz","partition":"Default","consumerGroup":"g","offset":1,"metadata":"m"}]}`},
+		{5, "", "", `{"operations":[{"type":"push","items":[{"queue":"fz","payload":1}]}],"positions":[{"queue":"fz","consumerGroup":"g","offset":999}]}`},
+		{5, "", "", `{"operations":[],"positions":[{"queue":"fz","consumerGroup":"g","offset":null}],"requiredLeases":["a","a"]}`},
 	}
 	for _, s := range seeds {
 		f.Add(s.route, s.seg, s.query, []byte(s.body))
