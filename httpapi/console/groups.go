@@ -159,7 +159,7 @@ func (h *handler) seek(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, "to must be end or time")
 		return
 	}
-	if r.PostFormValue("confirm") != "1" {
+	if !confirmed(r) {
 		h.confirm(w, r, confirmData{What: what, Action: r.URL.Path, Danger: true, Cancel: groupBack(r, queue, group),
 			Fields: [][2]string{{"to", r.PostFormValue("to")}, {"time", r.PostFormValue("time")}}})
 		return
@@ -180,7 +180,7 @@ func (h *handler) subscription(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, "from: give a time such as 2026-01-02T15:04:05Z")
 		return
 	}
-	if r.PostFormValue("confirm") != "1" {
+	if !confirmed(r) {
 		h.confirm(w, r, confirmData{Action: r.URL.Path, Danger: true, Cancel: groupBack(r, queue, group),
 			What:   fmt.Sprintf("Change the subscription of group %s to start at %s, on every queue it reads: each partition it has not started on moves to the first message pushed at or after that time, and so do partitions created later; partitions it has started on keep their place.", groupLabel(group), formatTime(t)),
 			Fields: [][2]string{{"from", r.PostFormValue("from")}}})
@@ -199,7 +199,7 @@ func (h *handler) subscription(w http.ResponseWriter, r *http.Request) {
 func (h *handler) deleteGroup(w http.ResponseWriter, r *http.Request) {
 	queue, group := r.PathValue("queue"), groupName(r)
 	forget := r.PostFormValue("forget") == "1"
-	if r.PostFormValue("confirm") != "1" {
+	if !confirmed(r) {
 		what := fmt.Sprintf("Delete group %s on queue %q: its cursors in every partition are removed and its live leases released.", groupLabel(group), queue)
 		if forget {
 			what += " The group is forgotten too: its next pop starts it afresh, from its subscription mode."

@@ -184,9 +184,14 @@ func (h *handler) lettersAction(k letterKind, replay bool) http.HandlerFunc {
 		back := base(r) + "/" + k.path + lf.query()
 		var ids []string
 		more := false
+		var what string
+		var fields [][2]string
 		switch scope := r.PostFormValue("scope"); {
 		case r.PostFormValue("one") != "":
-			ids = []string{r.PostFormValue("one")}
+			one := r.PostFormValue("one")
+			ids = []string{one}
+			what = fmt.Sprintf("%s 1 %s: %s.", capital(verb), k.one, one)
+			fields = append(lf.Fields(), [2]string{"one", one})
 		case scope == "selected":
 			ids = r.PostForm["id"]
 			if len(ids) == 0 {
@@ -197,21 +202,30 @@ func (h *handler) lettersAction(k letterKind, replay bool) http.HandlerFunc {
 				h.fail(w, r, http.StatusBadRequest, fmt.Sprintf("select at most %d %s at once, or act on all matching the filter", maxSelected, k.noun))
 				return
 			}
+			what = fmt.Sprintf("%s %d %s, the ones selected.", capital(verb), len(ids), k.nounOf(len(ids)))
+			fields = append(lf.Fields(), [2]string{"scope", "selected"})
+			for _, id := range ids {
+				fields = append(fields, [2]string{"id", id})
+			}
 		case scope == "matching":
 			var err error
 			if ids, more, err = h.matching(r.Context(), k, lf.f); err != nil {
 				h.clientErr(w, r, err)
 				return
 			}
-			if r.PostFormValue("confirm") != "1" {
-				h.confirm(w, r, confirmData{
-					What:   fmt.Sprintf("%s %d %s %s%s.", capital(verb), len(ids), k.noun, lf.Describe(), moreText(more)),
-					Action: r.URL.Path, Fields: append(lf.Fields(), [2]string{"scope", "matching"}), Danger: !replay, Cancel: back,
-				})
-				return
-			}
+			what = fmt.Sprintf("%s %d %s %s%s.", capital(verb), len(ids), k.nounOf(len(ids)), lf.Describe(), moreText(more))
+			fields = append(lf.Fields(), [2]string{"scope", "matching"})
 		default:
 			h.fail(w, r, http.StatusBadRequest, "say which "+k.noun+": one, scope=selected or scope=matching")
+			return
+		}
+		if !confirmed(r) {
+			if replay {
+				what += " A replay pushes a copy of each to its partition; the entries stay until deleted."
+			} else {
+				what += " Deleted entries are gone: they cannot be replayed afterwards."
+			}
+			h.confirm(w, r, confirmData{What: what, Action: r.URL.Path, Fields: fields, Danger: !replay, Cancel: back})
 			return
 		}
 		n, dup, failed, firstErr := 0, 0, 0, ""
@@ -296,6 +310,22 @@ func capital(s string) string {
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
 }
+
+// nounOf is the kind's noun for n entries: "1 dead letter", "2 dead
+// letters".
+func (k letterKind) nounOf(n int) string {
+	if n == 1 {
+		return k.one
+	}
+	return k.noun
+}
+
+// confirmed reports whether an action's POST says it was confirmed: the
+// field confirm is exactly "1", as the confirmation page's form sends it.
+// Every action that changes anything runs only when confirmed; without it,
+// the action answers its confirmation page and changes nothing, so one
+// click (or a forged POST without the field) never acts.
+func confirmed(r *http.Request) bool { return r.PostFormValue("confirm") == "1" }
 
 // confirm shows what an action will do and asks to go on.
 func (h *handler) confirm(w http.ResponseWriter, r *http.Request, d confirmData) {

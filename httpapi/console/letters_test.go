@@ -26,23 +26,23 @@ func TestConsole_DeadLetters(t *testing.T) {
 	require.Contains(t, body, "Replay all 3 matching")
 
 	// Replay one: a copy is pushed; the letter stays.
-	require.Equal(t, "replayed 1", e.act("/deadletters/replay", form("one", ids[0])))
+	require.Equal(t, "replayed 1", e.act("/deadletters/replay", form("one", ids[0], "confirm", "1")))
 	require.Equal(t, 1, e.replayed("orders"))
 	require.Equal(t, 3, e.dlqTotal())
 	// Again: no second copy, and the page says so.
-	require.Equal(t, "replayed 1 (1 had been replayed before: no second copy)", e.act("/deadletters/replay", form("one", ids[0])))
+	require.Equal(t, "replayed 1 (1 had been replayed before: no second copy)", e.act("/deadletters/replay", form("one", ids[0], "confirm", "1")))
 	require.Equal(t, 1, e.replayed("orders"))
 
 	// Selected ones.
-	require.Equal(t, "replayed 2", e.act("/deadletters/replay", form("scope", "selected", "id", ids[1], "id", ids[2])))
+	require.Equal(t, "replayed 2", e.act("/deadletters/replay", form("scope", "selected", "id", ids[1], "id", ids[2], "confirm", "1")))
 	require.Equal(t, 3, e.replayed("orders"))
-	require.Equal(t, "deleted 2", e.act("/deadletters/delete", form("scope", "selected", "id", ids[0], "id", ids[1])))
+	require.Equal(t, "deleted 2", e.act("/deadletters/delete", form("scope", "selected", "id", ids[0], "id", ids[1], "confirm", "1")))
 	require.Equal(t, []string{ids[2]}, rows(t, e.ok("/deadletters"), "deadletters"))
 	require.Equal(t, http.StatusBadRequest, e.post("/deadletters/replay", form("scope", "selected")).status)
 	require.Equal(t, http.StatusBadRequest, e.post("/deadletters/replay", nil).status)
 
 	// An unknown id is counted as failed, not done.
-	require.Equal(t, "deleted 0; 1 failed (not found)", e.act("/deadletters/delete", form("one", "01234567-89ab-cdef-0123-456789abcdef")))
+	require.Equal(t, "deleted 0; 1 failed (not found)", e.act("/deadletters/delete", form("one", "01234567-89ab-cdef-0123-456789abcdef", "confirm", "1")))
 	require.Equal(t, 1, e.dlqTotal())
 }
 
@@ -110,7 +110,7 @@ func TestConsole_Parked(t *testing.T) {
 	ids := rows(t, body, "parked")
 	require.Len(t, ids, 2)
 	require.Len(t, rows(t, e.ok("/deadletters"), "deadletters"), 0)
-	require.Equal(t, "replayed 1", e.act("/parked/replay", form("one", ids[0])))
+	require.Equal(t, "replayed 1", e.act("/parked/replay", form("one", ids[0], "confirm", "1")))
 	res, err := e.b.Fetch(context.Background(), "orders", queen.DefaultPartition, 0, 100)
 	require.NoError(t, err)
 	require.Equal(t, "parked:"+ids[0], res.Records[len(res.Records)-1].TransactionID)

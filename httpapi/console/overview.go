@@ -168,6 +168,16 @@ func (h *handler) maintenance(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, http.StatusBadRequest, "mode must be on or off")
 		return
 	}
+	if !confirmed(r) {
+		d := confirmData{Action: r.URL.Path, Fields: [][2]string{{"mode", "off"}}, Cancel: base(r) + "/",
+			What: "Turn maintenance mode off: pops deliver messages again to every consumer."}
+		if on {
+			d.Fields[0][1], d.Danger = "on", true
+			d.What = "Turn maintenance mode on: every consumer stops receiving messages (pops deliver nothing, on every queue) until it is turned off; pushes are still stored."
+		}
+		h.confirm(w, r, d)
+		return
+	}
 	if err := m.SetMaintenanceMode(r.Context(), on); err != nil {
 		h.clientErr(w, r, err)
 		return

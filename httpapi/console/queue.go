@@ -299,13 +299,32 @@ func setConfig(c *queen.QueueConfig, name, kind, v string) error {
 // validates them as it validates the API's.
 func (h *handler) saveConfig(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("queue")
-	if _, err := h.c.DescribeQueue(r.Context(), name); err != nil {
+	info, err := h.c.DescribeQueue(r.Context(), name)
+	if err != nil {
 		h.clientErr(w, r, err) // edit an existing queue, never create one
 		return
 	}
 	cfg, fields, problem := readConfig(r.PostForm)
 	if problem != "" {
 		h.showQueue(w, r, http.StatusBadRequest, fields, problem)
+		return
+	}
+	if !confirmed(r) {
+		d := confirmData{Action: r.URL.Path, Cancel: base(r) + "/queues/" + pathSeg(name)}
+		var changes []string
+		for i, was := range configFields(info.Config) {
+			f := fields[i]
+			d.Fields = append(d.Fields, [2]string{f.Name, f.Value})
+			if f.Value != was.Value {
+				changes = append(changes, fmt.Sprintf("%s from %s to %s", f.Name, was.Value, f.Value))
+			}
+		}
+		if len(changes) == 0 {
+			d.What = fmt.Sprintf("Save the configuration of queue %q: nothing changes.", name)
+		} else {
+			d.What = fmt.Sprintf("Save the configuration of queue %q, changing %s. The new settings apply at once, to the messages already stored too (a shorter Retention deletes older messages at the next maintenance run).", name, strings.Join(changes, ", "))
+		}
+		h.confirm(w, r, d)
 		return
 	}
 	if _, err := h.c.ConfigureQueue(r.Context(), name, cfg); err != nil {

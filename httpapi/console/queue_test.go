@@ -36,7 +36,7 @@ func TestConsole_QueueConfig(t *testing.T) {
 	require.Equal(t, "2", f["RetryLimit"])
 
 	ok := form("LeaseTime", "2m", "RetryLimit", "5", "RetryDelay", "1500ms", "MaxSize", "1000", "Priority", "3",
-		"Namespace", "shop", "DeadLetterQueue", "true", "Retention", "24h")
+		"Namespace", "shop", "DeadLetterQueue", "true", "Retention", "24h", "confirm", "1")
 	require.Equal(t, "saved the configuration of orders", e.act("/queues/orders/config", ok))
 	info, err := e.b.DescribeQueue(ctx, "orders")
 	require.NoError(t, err)
@@ -52,7 +52,7 @@ func TestConsole_QueueConfig(t *testing.T) {
 		{"Retention", "1 day", `Retention: &#34;1 day&#34; is not a duration`},
 		{"EncryptionEnabled", "true", "EncryptionEnabled: needs Options.EncryptionKey"},
 	} {
-		bad := form("LeaseTime", "2m", tc.field, tc.value)
+		bad := form("LeaseTime", "2m", tc.field, tc.value, "confirm", "1")
 		bad.Set(tc.field, tc.value)
 		p := e.post("/queues/orders/config", bad)
 		require.Equal(t, http.StatusBadRequest, p.status, tc.field)

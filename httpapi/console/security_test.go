@@ -46,13 +46,13 @@ func TestConsole_ForgedPostsAreRefused(t *testing.T) {
 		form    url.Values
 		headers []string
 	}{
-		"no token":                 {form("one", id, "csrf", ""), nil},
-		"a made-up token":          {form("one", id, "csrf", "AAAA"), nil},
-		"a cross-site fetch":       {form("one", id), []string{"Sec-Fetch-Site: cross-site"}},
-		"a same-site fetch":        {form("one", id), []string{"Sec-Fetch-Site: same-site"}},
-		"another origin":           {form("one", id), []string{"Origin: https://evil.example"}},
-		"an opaque origin":         {form("one", id), []string{"Origin: null"}},
-		"another origin, same tok": {form("one", id, "csrf", good), []string{"Origin: http://evil.example:80"}},
+		"no token":                 {form("one", id, "csrf", "", "confirm", "1"), nil},
+		"a made-up token":          {form("one", id, "csrf", "AAAA", "confirm", "1"), nil},
+		"a cross-site fetch":       {form("one", id, "confirm", "1"), []string{"Sec-Fetch-Site: cross-site"}},
+		"a same-site fetch":        {form("one", id, "confirm", "1"), []string{"Sec-Fetch-Site: same-site"}},
+		"another origin":           {form("one", id, "confirm", "1"), []string{"Origin: https://evil.example"}},
+		"an opaque origin":         {form("one", id, "confirm", "1"), []string{"Origin: null"}},
+		"another origin, same tok": {form("one", id, "csrf", good, "confirm", "1"), []string{"Origin: http://evil.example:80"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			p := e.post("/deadletters/replay", tc.form, tc.headers...)
@@ -71,12 +71,12 @@ func TestConsole_ForgedPostsAreRefused(t *testing.T) {
 	other.srv.URL = e.srv.URL
 	other.ok("/deadletters")
 	require.NotEqual(t, good, other.csrf)
-	p := e.post("/deadletters/replay", form("one", id, "csrf", other.csrf))
+	p := e.post("/deadletters/replay", form("one", id, "csrf", other.csrf, "confirm", "1"))
 	require.Equal(t, http.StatusForbidden, p.status)
 	require.Equal(t, 0, e.replayed("orders"))
 
 	// A same-origin POST with the token goes through.
-	p = e.post("/deadletters/replay", form("one", id), "Origin: "+e.srv.URL, "Sec-Fetch-Site: same-origin")
+	p = e.post("/deadletters/replay", form("one", id, "confirm", "1"), "Origin: "+e.srv.URL, "Sec-Fetch-Site: same-origin")
 	require.Equal(t, http.StatusSeeOther, p.status, p.body)
 	require.Equal(t, 1, e.replayed("orders"))
 
@@ -98,7 +98,7 @@ func TestConsole_Roles(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, p.status)
 	require.Equal(t, "/login", p.location)
 	require.NotContains(t, e.ok("/login"), "<nav>", "a visitor still to log in sees no page links")
-	p = e.post("/deadletters/replay", form("one", "x"))
+	p = e.post("/deadletters/replay", form("one", "x", "confirm", "1"))
 	require.Equal(t, http.StatusUnauthorized, p.status)
 
 	// A wrong token is refused at the login and kept nowhere.
@@ -140,7 +140,7 @@ func TestConsole_Roles(t *testing.T) {
 			require.Equal(t, tc.token != "read-only", strings.Contains(e.ok("/queues/orders"), `data-action="save-config"`))
 
 			before := e.replayed("orders")
-			p := e.post("/deadletters/replay", form("one", id))
+			p := e.post("/deadletters/replay", form("one", id, "confirm", "1"))
 			require.Equal(t, tc.replay, p.status, p.body)
 			if tc.replay == http.StatusSeeOther {
 				require.Equal(t, before+1, e.replayed("orders"))
@@ -148,7 +148,7 @@ func TestConsole_Roles(t *testing.T) {
 				require.Equal(t, before, e.replayed("orders"))
 			}
 			for path, f := range map[string]url.Values{
-				"/maintenance": form("mode", "on"), "/groups/orders/billing/delete": form("confirm", "1"),
+				"/maintenance": form("mode", "on", "confirm", "1"), "/groups/orders/billing/delete": form("confirm", "1"),
 			} {
 				p := e.post(path, f)
 				if tc.token != "admin" {
@@ -159,7 +159,7 @@ func TestConsole_Roles(t *testing.T) {
 				require.False(t, e.b.MaintenanceMode())
 				require.NotEmpty(t, rows(t, e.ok("/groups"), "groups"))
 			}
-			p = e.post("/deadletters/delete", form("one", id))
+			p = e.post("/deadletters/delete", form("one", id, "confirm", "1"))
 			require.Equal(t, tc.rm, p.status, p.body)
 			require.Equal(t, tc.rm != http.StatusSeeOther, e.dlqTotal() == 3)
 		})
