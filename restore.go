@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/dgraph-io/badger/v4"
@@ -26,6 +29,13 @@ import (
 // a restore that fails, with [ErrCorruptBackup], [ErrBackupChain],
 // [ErrIncompatibleStore], a storage error or ctx's error, leaves dir as it
 // was and no partial store anywhere.
+//
+// The temporary directory is locked (flock) while its restore runs. A
+// restore killed outright (SIGKILL, a power loss) cannot remove its own,
+// so each restore into dir, even one then refused, first removes those of
+// earlier restores into dir that no running restore holds, and logs each
+// one through opts.Logger. Where flock does not exist (not Unix) they are
+// logged and left.
 func Restore(ctx context.Context, dir string, opts *Options, backups ...io.Reader) (err error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -40,6 +50,7 @@ func Restore(ctx context.Context, dir string, opts *Options, backups ...io.Reade
 		return argErr("backups", "need a full backup")
 	}
 	dir = filepath.Clean(dir)
+	clearDeadRestores(dir, o.Logger) // even if dir is refused: they are garbage either way
 	if err := requireEmpty(dir); err != nil {
 		return err
 	}
@@ -47,15 +58,20 @@ func Restore(ctx context.Context, dir string, opts *Options, backups ...io.Reade
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return fmt.Errorf("queen: restore: %w", err)
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".restore-")
+	work, lock, err := makeRestoreDir(dir)
 	if err != nil {
 		return fmt.Errorf("queen: restore: %w", err)
 	}
 	defer func() {
-		if err != nil {
-			_ = os.RemoveAll(tmp)
-		}
+		_ = os.RemoveAll(work) // empty once the store went to dir
+		_ = lock.Close()       // after the removal: no other restore takes it for a dead one's
 	}()
+	// The store is built in a directory inside the locked one: Badger
+	// locks its own directory the same way.
+	tmp := filepath.Join(work, "store")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		return fmt.Errorf("queen: restore: %w", err)
+	}
 	if err := restoreInto(ctx, tmp, o, backups); err != nil {
 		return err
 	}
@@ -68,7 +84,112 @@ func Restore(ctx context.Context, dir string, opts *Options, backups ...io.Reade
 	if err := os.Rename(tmp, dir); err != nil {
 		return fmt.Errorf("queen: restore: %w", err)
 	}
+	_ = os.Remove(work) // now empty; made durable with the rename
 	return syncDir(parent)
+}
+
+// restoreDirPrefix is the start of the names of dir's restore
+// directories: .NAME.restore-, then os.MkdirTemp's decimal digits.
+func restoreDirPrefix(dir string) string { return "." + filepath.Base(dir) + ".restore-" }
+
+// errRestoreDirBusy is lockRestoreDir's answer for a directory whose
+// restore is running.
+var errRestoreDirBusy = errors.New("in use by a running restore")
+
+// makeRestoreDir makes the temporary directory of a restore into dir,
+// beside it, and locks it. The lock is taken after the directory is
+// made: should another restore's clearDeadRestores take the new directory
+// for a dead one in between, the lock fails or the name no longer leads
+// to the locked directory, and a new one is made.
+func makeRestoreDir(dir string) (tmp string, lock *os.File, err error) {
+	for attempt := 0; ; attempt++ {
+		tmp, err = os.MkdirTemp(filepath.Dir(dir), restoreDirPrefix(dir))
+		if err != nil {
+			return "", nil, err
+		}
+		lock, err = lockRestoreDir(tmp)
+		if err == nil && sameDir(tmp, lock) {
+			return tmp, lock, nil
+		}
+		if lock != nil {
+			_ = lock.Close()
+		}
+		if attempt == 3 {
+			if err == nil {
+				err = fmt.Errorf("%s was removed as it was made", tmp)
+			}
+			return "", nil, err
+		}
+	}
+}
+
+// sameDir reports whether the name path still leads to the directory f
+// has open.
+func sameDir(path string, f *os.File) bool {
+	a, err := os.Lstat(path)
+	if err != nil {
+		return false
+	}
+	b, err := f.Stat()
+	return err == nil && os.SameFile(a, b)
+}
+
+// clearDeadRestores removes the temporary directories of earlier restores
+// into dir that a restore killed outright left beside it, and logs each
+// one. A directory whose lock is held (its restore is running, in this
+// process or another) is left, as is everything where locks do not work.
+// Trouble here is logged, never returned: it is not this restore's.
+func clearDeadRestores(dir string, log *slog.Logger) {
+	parent, prefix := filepath.Dir(dir), restoreDirPrefix(dir)
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return // MkdirAll or MkdirTemp reports what is wrong with parent
+	}
+	for _, e := range entries {
+		suffix, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !e.IsDir() || suffix == "" || strings.Trim(suffix, "0123456789") != "" {
+			continue
+		}
+		path := filepath.Join(parent, e.Name())
+		if !restoreLocksWork {
+			log.Warn("queen: restore: found the directory of an earlier restore; remove it once no restore runs", "dir", path)
+			continue
+		}
+		lock, err := lockRestoreDir(path)
+		switch {
+		case errors.Is(err, errRestoreDirBusy):
+			log.Info("queen: restore: left an earlier restore's directory: in use by a running restore", "dir", path)
+			continue
+		case errors.Is(err, fs.ErrNotExist):
+			continue // it ended meanwhile
+		case err != nil:
+			log.Warn("queen: restore: cannot clear an earlier restore's directory", "dir", path, "err", err)
+			continue
+		}
+		if sameDir(path, lock) {
+			size := dirSize(path)
+			if err := os.RemoveAll(path); err != nil {
+				log.Warn("queen: restore: cannot remove what a killed restore left", "dir", path, "err", err)
+			} else {
+				log.Warn("queen: restore: removed what a killed restore left", "dir", path, "bytes", size)
+			}
+		}
+		_ = lock.Close()
+	}
+}
+
+// dirSize is the size of the files under dir, as far as it can be read.
+func dirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // requireEmpty refuses a dir that exists and is not an empty directory.
