@@ -436,7 +436,7 @@ type run struct {
 	giving     int // requestStop calls still giving back pending jobs; the loop is not done before they are
 	abandoned  bool
 	taken      int // messages taken and not given back, for Limit
-	lastActive time.Time
+	lastActive time.Time // under mu
 	leases     map[string]int // lease id -> jobs not finished
 	loopErr    error
 	drainErr   error
@@ -748,7 +748,9 @@ func (r *run) fetch() {
 			if !req.Wait {
 				wait := pollInterval
 				if r.idle > 0 {
+					r.mu.Lock() // workers and other fetchers write lastActive
 					wait = min(wait, max(r.idle-time.Since(r.lastActive), time.Millisecond))
+					r.mu.Unlock()
 				}
 				sleepCtx(r.popCtx, wait)
 			}
