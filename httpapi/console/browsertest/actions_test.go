@@ -26,18 +26,9 @@ func (tb *tab) submit(sel string) (confirming bool) {
 	return next == "confirm"
 }
 
-// act clicks the action button matching sel, confirms when the console
-// asks (checking that the confirmation says each of want), and returns the
-// result the page shows.
-func (tb *tab) act(sel string, want ...string) string {
-	tb.t.Helper()
-	if tb.submit(sel) {
-		return tb.confirm(want...)
-	}
-	return tb.result()
-}
-
-// actConfirmed is act for an action that must ask for confirmation first.
+// actConfirmed clicks the action button matching sel, checks that the
+// console asks for a confirmation first (saying each of want), confirms,
+// and returns the result the page shows. Every action asks first.
 func (tb *tab) actConfirmed(sel string, want ...string) string {
 	tb.t.Helper()
 	if !tb.submit(sel) {
@@ -95,7 +86,7 @@ func TestActions_DeadLetters(t *testing.T) {
 	one, two, three := c.dead[0].ID, c.dead[1].ID, c.dead[2].ID
 
 	tb.open("deadletters?queue="+qPayments, "deadletters")
-	res := tb.act(row("deadletters", one) + ` [data-action="replay"]`)
+	res := tb.actConfirmed(row("deadletters", one)+` [data-action="replay"]`, "Replay 1 dead letter", one)
 	expectResult(t, res, "replayed", 1)
 	if n := c.copies(t, "dlq:", one); n != 1 {
 		t.Fatalf("after replaying dead letter %s, payments/cards holds %d copies of it, want 1", one, n)
@@ -105,7 +96,7 @@ func TestActions_DeadLetters(t *testing.T) {
 	tb.open("deadletters?queue="+qPayments, "deadletters")
 	tb.click(`[data-select="` + two + `"]`)
 	tb.click(`[data-select="` + three + `"]`)
-	res = tb.act(`[data-action="replay-selected"]`, "2")
+	res = tb.actConfirmed(`[data-action="replay-selected"]`, "Replay 2 dead letters")
 	expectResult(t, res, "replayed", 2)
 	for _, id := range []string{two, three} {
 		if n := c.copies(t, "dlq:", id); n != 1 {
@@ -119,7 +110,7 @@ func TestActions_DeadLetters(t *testing.T) {
 
 	// The filter narrows to the group; all three match.
 	tb.open("deadletters?queue="+qPayments+"&group="+gCharger+"&partition=cards", "deadletters")
-	res = tb.act(`[data-action="delete-matching"]`, strconv.Itoa(deadCount))
+	res = tb.actConfirmed(`[data-action="delete-matching"]`, "Delete "+strconv.Itoa(deadCount)+" dead letters")
 	expectResult(t, res, "deleted", deadCount)
 	if n := c.letterTotal(t, false); n != 0 {
 		t.Errorf("after deleting all matching, %d dead letters are left", n)
@@ -139,7 +130,7 @@ func TestActions_Parked(t *testing.T) {
 
 	tb.open("parked?queue="+qPayments, "parked")
 	tb.click(`[data-select="` + drop + `"]`)
-	res := tb.act(`[data-action="delete-selected"]`, "1")
+	res := tb.actConfirmed(`[data-action="delete-selected"]`, "Delete 1 parked message")
 	expectResult(t, res, "deleted", 1)
 	if n := c.letterTotal(t, true); n != parkedCount-1 {
 		t.Errorf("after deleting one selected, %d parked are left, want %d", n, parkedCount-1)
@@ -147,7 +138,7 @@ func TestActions_Parked(t *testing.T) {
 	tb.clean("delete selected")
 
 	tb.open("parked?queue="+qPayments, "parked")
-	res = tb.act(`[data-action="replay-matching"]`, "1")
+	res = tb.actConfirmed(`[data-action="replay-matching"]`, "Replay 1 parked message")
 	expectResult(t, res, "replayed", 1)
 	if n := c.copies(t, "parked:", keep); n != 1 {
 		t.Errorf("after replaying all matching, %d copies of parked %s, want 1", n, keep)
@@ -158,7 +149,7 @@ func TestActions_Parked(t *testing.T) {
 	tb.clean("replay matching")
 
 	tb.open("parked?queue="+qPayments, "parked")
-	res = tb.act(row("parked", keep) + ` [data-action="delete"]`)
+	res = tb.actConfirmed(row("parked", keep)+` [data-action="delete"]`, "Delete 1 parked message", keep)
 	expectResult(t, res, "deleted", 1)
 	if n := c.letterTotal(t, true); n != 0 {
 		t.Errorf("after deleting the last parked message, %d are left", n)
@@ -266,7 +257,7 @@ func TestActions_QueueConfigAndMaintenance(t *testing.T) {
 
 	tb.open(queuePath(qOrders), "queue")
 	setField(tb, "RetryLimit", "7")
-	tb.act(`[data-action="save-config"]`)
+	tb.actConfirmed(`[data-action="save-config"]`, "RetryLimit from", "to 7")
 	info, err := c.b.DescribeQueue(ctx, qOrders)
 	if err != nil {
 		t.Fatal(err)
@@ -281,8 +272,11 @@ func TestActions_QueueConfigAndMaintenance(t *testing.T) {
 
 	tb.open(queuePath(qOrders), "queue")
 	setField(tb, "RetryLimit", "-3")
+	if !tb.submit(`[data-action="save-config"]`) {
+		t.Fatal("saving a configuration did not ask for a confirmation first")
+	}
 	tb.markOld()
-	tb.click(`[data-action="save-config"]`)
+	tb.click(`[data-confirm] [data-action="confirm"]`)
 	tb.waitJS("the refusal of an invalid configuration", fresh+` && !!document.querySelector("[data-error]")`, nil)
 	info, err = c.b.DescribeQueue(ctx, qOrders)
 	if err != nil {
@@ -294,11 +288,11 @@ func TestActions_QueueConfigAndMaintenance(t *testing.T) {
 	tb.clean("invalid config")
 
 	tb.open("", "overview")
-	tb.act(`[data-action="maintenance-on"]`)
+	tb.actConfirmed(`[data-action="maintenance-on"]`, "maintenance mode on", "every consumer stops")
 	if !c.b.MaintenanceMode() {
 		t.Fatal("maintenance-on did not turn maintenance mode on")
 	}
-	tb.act(`[data-action="maintenance-off"]`)
+	tb.actConfirmed(`[data-action="maintenance-off"]`, "maintenance mode off")
 	if c.b.MaintenanceMode() {
 		t.Error("maintenance-off did not turn maintenance mode off")
 	}
