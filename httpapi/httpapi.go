@@ -257,9 +257,40 @@ type Options struct {
 	DefaultBatch int
 
 	// NoCORS turns off the CORS headers Queen puts on every reply and the
-	// 204 answer to OPTIONS, for hosts that handle CORS themselves.
-	// Defaults to false.
+	// 204 answer to OPTIONS, for hosts that handle CORS themselves;
+	// AllowedOrigins and RestrictOrigins are then ignored. Defaults to
+	// false.
 	NoCORS bool
+
+	// AllowedOrigins, when set, replaces Queen's grant to every origin
+	// with a list: only pages of these origins may call the API from a
+	// browser. Each is an origin as browsers send it in the Origin
+	// header, scheme://host[:port] without a path, such as
+	// "https://dash.example.com" or "http://localhost:5173" (compared
+	// without case and trailing slash); "*" allows every origin, as
+	// Queen does. A request from a listed origin gets the CORS headers
+	// with its own origin in Access-Control-Allow-Origin, and its
+	// preflight (OPTIONS) a 204. A request a browser sends from any other
+	// origin (an Origin header that is neither listed nor the request's
+	// own Host, or Sec-Fetch-Site "cross-site" or "same-site") is
+	// refused with 403 {"error":"origin not allowed"} and no CORS
+	// headers, preflights and simple requests (a form POST, an <img>
+	// GET) included, before Authorize is called. Requests without Origin
+	// (Queen's clients, remote, curl) and from the handler's own origin
+	// are served as usual, without CORS headers. Every reply carries
+	// Vary: Origin. Defaults to nil: every origin, see RestrictOrigins.
+	AllowedOrigins []string
+
+	// RestrictOrigins applies the AllowedOrigins rules even when the list
+	// is empty: then no page of another origin may call the API, and a
+	// browser refuses them the replies as well. Setting AllowedOrigins
+	// implies it. Defaults to false, Queen's behaviour:
+	// Access-Control-Allow-Origin: * on every reply, so that Queen's
+	// dashboard and browser clients served from another origin keep
+	// working. A server that runs without authentication should set it
+	// (cmd/queen does): with "*", any web page its users open can push,
+	// pop and delete.
+	RestrictOrigins bool
 
 	// Prefix is the path the handler is mounted under, for routers that
 	// pass the whole path on (chi's Mount, gorilla/mux's PathPrefix, a
@@ -300,6 +331,11 @@ type handler struct {
 	authorize func(*http.Request, Access) error
 	producer  func(*http.Request) string
 	cors      bool
+	// restrict: only origins (every one with anyOrigin) are granted CORS,
+	// and requests from other origins are refused (Options.AllowedOrigins).
+	restrict  bool
+	anyOrigin bool
+	origins   map[string]bool
 	prefix    string // "" or "/name", without a trailing slash
 	timeout   time.Duration
 	batch     int
@@ -347,6 +383,18 @@ func New(c queen.Client, opts *Options) http.Handler {
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.cors && (o.RestrictOrigins || len(o.AllowedOrigins) > 0) {
+		h.restrict, h.origins = true, map[string]bool{}
+		for _, origin := range o.AllowedOrigins {
+			switch origin = normalOrigin(origin); origin {
+			case "*":
+				h.anyOrigin = true
+			case "":
+			default:
+				h.origins[origin] = true
+			}
+		}
 	}
 	if h.maxBody <= 0 {
 		h.maxBody = defaultMaxBody
@@ -548,16 +596,69 @@ func (h *handler) stripPrefix(r *http.Request) (*http.Request, bool) {
 	return r2, true
 }
 
-// ServeHTTP sets the CORS headers, answers preflights, strips
-// [Options.Prefix], and dispatches.
+// normalOrigin is an origin as compared: trimmed, without a trailing
+// slash, in lower case.
+func normalOrigin(origin string) string {
+	return strings.ToLower(strings.TrimRight(strings.TrimSpace(origin), "/"))
+}
+
+// setCORS grants origin ("*" for every one) the API's methods and
+// headers.
+func setCORS(hd http.Header, origin string) {
+	hd.Set("Access-Control-Allow-Origin", origin)
+	hd.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS")
+	hd.Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
+	hd.Set("Access-Control-Max-Age", "86400")
+}
+
+// foreignOrigin reports whether a browser sent r from a page of another
+// origin than the handler's: Sec-Fetch-Site says so when the browser
+// sends it (it covers no-cors requests, which carry no Origin), else the
+// Origin header names another host than r's.
+func foreignOrigin(r *http.Request, origin string) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "cross-site", "same-site":
+		return true
+	case "same-origin", "none":
+		return false
+	}
+	if origin == "" {
+		return false
+	}
+	u, err := url.Parse(origin)
+	return err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host)
+}
+
+// checkOrigin applies [Options.AllowedOrigins]: it sets the CORS headers
+// of an allowed origin, and answers 403 and reports false for a request
+// from a page of an origin that is not allowed.
+func (h *handler) checkOrigin(w http.ResponseWriter, r *http.Request) bool {
+	hd := w.Header()
+	if !h.restrict || h.anyOrigin {
+		setCORS(hd, "*")
+		return true
+	}
+	hd.Add("Vary", "Origin")
+	origin := r.Header.Get("Origin")
+	if origin != "" && h.origins[normalOrigin(origin)] {
+		setCORS(hd, origin)
+		return true
+	}
+	if foreignOrigin(r, origin) {
+		h.log.Debug("httpapi: origin not allowed", "method", r.Method, "path", r.URL.Path, "origin", origin,
+			"secFetchSite", r.Header.Get("Sec-Fetch-Site"))
+		writeJSON(w, http.StatusForbidden, errorBody{"origin not allowed"})
+		return false
+	}
+	return true
+}
+
+// ServeHTTP applies [Options.AllowedOrigins] and sets the CORS headers,
+// strips [Options.Prefix], answers preflights, and dispatches.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.requests.Add(1)
-	if h.cors {
-		hd := w.Header()
-		hd.Set("Access-Control-Allow-Origin", "*")
-		hd.Set("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS")
-		hd.Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
-		hd.Set("Access-Control-Max-Age", "86400")
+	if h.cors && !h.checkOrigin(w, r) {
+		return
 	}
 	if h.prefix != "" {
 		r2, ok := h.stripPrefix(r)
