@@ -2,11 +2,12 @@
 // REST API, so Queen's official clients can use it unchanged.
 //
 // It stores everything with Badger in a data directory (./queen-data by
-// default) and listens on :6632. Settings come from flags or from the
-// environment variables Queen's server reads; a flag wins over its
-// variable:
+// default) and listens on 127.0.0.1:6632, this machine only. Settings
+// come from flags or from the environment variables Queen's server reads;
+// a flag wins over its variable:
 //
-//	-host               HOST                       listen address (default 0.0.0.0)
+//	-host               HOST                       listen address (default 127.0.0.1; 0.0.0.0 for every interface,
+//	                                               which needs a token, see below)
 //	-port               PORT                       listen port (default 6632; 0 picks a free one)
 //	-data               QUEEN_DATA_DIR             data directory (default ./queen-data)
 //	-durability         QUEEN_DURABILITY           sync (fsync every commit, default), pushes (fsync pushes, acks
@@ -28,6 +29,10 @@
 //	                                               does (default false)
 //	-console            QUEEN_CONSOLE              serve the operator console at /console/, behind the same token or
 //	                                               JWT checks as the API (default true)
+//	-allow-unauthenticated QUEEN_ALLOW_UNAUTHENTICATED  listen beyond loopback with no token or JWT secret, open to
+//	                                               anyone who can reach it (default false: refused at start)
+//	-cors-origins       QUEEN_CORS_ORIGINS         comma-separated origins whose web pages may call the API
+//	                                               (https://dash.example.com), or * for every one (default none)
 //	                    JWT_SECRET                 accept HS256 JWTs signed with it (see below)
 //	                    JWT_ISSUER, JWT_AUDIENCE   when set, the iss and aud a JWT must carry
 //	                    JWT_CLOCK_SKEW             leeway in seconds on exp and nbf (default 30)
@@ -46,8 +51,17 @@
 // algorithm but HS256, "none" included, is refused. JWT_ENABLED=true
 // without JWT_SECRET, or a JWT_ALGORITHM other than HS256, is refused at
 // start: other key types are not supported. With neither variable set
-// every route is open, and the server warns when it listens on an address
-// other than loopback.
+// every route is open to whoever can connect, so the server refuses to
+// start (exit 2) on an address other than loopback unless
+// -allow-unauthenticated says so, and then warns.
+//
+// # Web pages
+//
+// Requests a browser sends from a page of another origin are refused
+// (403 {"error":"origin not allowed"}) and get no CORS headers, unless
+// -cors-origins lists that origin: then they get CORS headers naming it.
+// Queen's clients send no Origin and the console is same-origin, so
+// neither is affected. See httpapi.Options.AllowedOrigins.
 //
 // Retention, completed retention and max-wait eviction run together in one
 // maintenance round, so the broker has one period for them: the retention
@@ -82,8 +96,10 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -141,6 +157,12 @@ type config struct {
 	jwtIssuer, jwtAudience string
 	// jwtSkew is the leeway on exp and nbf.
 	jwtSkew time.Duration
+	// allowUnauthenticated lets the server listen beyond loopback with
+	// no token and no JWT secret.
+	allowUnauthenticated bool
+	// corsOrigins are the origins whose pages may call the API
+	// (httpapi.Options.AllowedOrigins), canonical; nil for none.
+	corsOrigins []string
 }
 
 // parseConfig reads flags over environment variables over defaults.
@@ -153,7 +175,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	}
 	fs := flag.NewFlagSet("queen", flag.ContinueOnError)
 	fs.SetOutput(out)
-	host := fs.String("host", env("HOST", "0.0.0.0"), "listen address (env HOST)")
+	host := fs.String("host", env("HOST", "127.0.0.1"), "listen address; 0.0.0.0 for every interface, which needs -token or JWT_SECRET, or -allow-unauthenticated (env HOST)")
 	port := fs.String("port", env("PORT", "6632"), "listen port, 0 for any free one (env PORT)")
 	dataDir := fs.String("data", env("QUEEN_DATA_DIR", "./queen-data"), "data directory (env QUEEN_DATA_DIR)")
 	durability := fs.String("durability", env("QUEEN_DURABILITY", "sync"), "sync: fsync every commit; pushes: fsync pushes, acks within -ack-sync-delay; none: survive process crashes only (env QUEEN_DURABILITY)")
@@ -170,6 +192,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	token := fs.String("token", env("QUEEN_TOKEN", ""), "bearer token every route but /health requires (env QUEEN_TOKEN)")
 	publicMetrics := fs.Bool("public-metrics", false, "serve /metrics and /metrics/prometheus without a token, as Queen does (env QUEEN_PUBLIC_METRICS)")
 	consoleOn := fs.Bool("console", true, "serve the operator console at /console/ (env QUEEN_CONSOLE)")
+	allowOpen := fs.Bool("allow-unauthenticated", false, "listen beyond loopback with no -token or JWT_SECRET: anyone who can reach the server can read, change and delete every queue (env QUEEN_ALLOW_UNAUTHENTICATED)")
+	corsOrigins := fs.String("cors-origins", env("QUEEN_CORS_ORIGINS", ""), "comma-separated origins whose web pages may call the API, such as https://dash.example.com, or * for every one; default none (env QUEEN_CORS_ORIGINS)")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
 		fmt.Fprintln(out, "Usage: queen [flags]\n       queen ctl|backup|restore|inspect ... (--help on each)\n\nRuns the queen broker with Queen's REST API. Flags win over environment variables.\n"+
@@ -187,7 +211,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	c := &config{host: *host, dataDir: *dataDir, token: *token, publicMetrics: *publicMetrics, console: *consoleOn}
+	c := &config{host: *host, dataDir: *dataDir, token: *token, publicMetrics: *publicMetrics, console: *consoleOn,
+		allowUnauthenticated: *allowOpen}
 	var err error
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -208,6 +233,18 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (*con
 		default:
 			return nil, fmt.Errorf("QUEEN_CONSOLE must be true or false, not %q", v)
 		}
+	}
+	if !set["allow-unauthenticated"] {
+		switch v := strings.ToLower(env("QUEEN_ALLOW_UNAUTHENTICATED", "false")); v {
+		case "true", "1":
+			c.allowUnauthenticated = true
+		case "false", "0":
+		default:
+			return nil, fmt.Errorf("QUEEN_ALLOW_UNAUTHENTICATED must be true or false, not %q", v)
+		}
+	}
+	if c.corsOrigins, err = parseOrigins(*corsOrigins); err != nil {
+		return nil, err
 	}
 	if c.port, err = strconv.Atoi(*port); err != nil || c.port < 0 || c.port > 65535 {
 		return nil, fmt.Errorf("port must be a number from 0 to 65535, not %q", *port)
@@ -321,6 +358,49 @@ func (c *config) parseJWT(env func(name, def string) string) error {
 	return nil
 }
 
+// parseOrigins reads a comma-separated list of web origins, each
+// http:// or https:// and a host with an optional port, and returns them
+// as browsers send them in Origin (lower case, no default port, no
+// trailing slash); "*" stands alone for every origin. An empty list is
+// nil.
+func parseOrigins(list string) ([]string, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var origins []string
+	for _, o := range strings.Split(list, ",") {
+		o = strings.TrimSpace(o)
+		if o == "*" {
+			origins = append(origins, o)
+			continue
+		}
+		bad := fmt.Errorf("CORS origin %q must be http:// or https:// and a host with an optional port, without a path, such as https://dash.example.com (or * alone for every origin)", o)
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil || u.Opaque != "" ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+			return nil, bad
+		}
+		host, port := strings.ToLower(u.Hostname()), u.Port()
+		if strings.Contains(host, ":") {
+			host = "[" + host + "]"
+		}
+		if port != "" {
+			n, err := strconv.Atoi(port)
+			if err != nil || n < 1 || n > 65535 {
+				return nil, bad
+			}
+			if !(u.Scheme == "http" && n == 80) && !(u.Scheme == "https" && n == 443) {
+				host += ":" + strconv.Itoa(n)
+			}
+		}
+		origins = append(origins, u.Scheme+"://"+host)
+	}
+	if len(origins) > 1 && slices.Contains(origins, "*") {
+		return nil, errors.New("CORS origin * allows every origin: give it alone, not in a list")
+	}
+	return origins, nil
+}
+
 // brokerOptions are the broker's options for c.
 func (c *config) brokerOptions(logger *slog.Logger) *queen.Options {
 	return &queen.Options{
@@ -335,7 +415,7 @@ func (c *config) handler(b *queen.Broker, auth *authorizer, hist *history.Record
 	hopts := &httpapi.Options{
 		Logger: logger, Shutdown: stopPolls, MaxBodyBytes: c.maxBody,
 		DefaultTimeout: c.defaultTimeout, DefaultBatch: c.defaultBatch, PublicMetrics: c.publicMetrics,
-		History: hist,
+		History: hist, RestrictOrigins: true, AllowedOrigins: c.corsOrigins,
 	}
 	if auth != nil {
 		hopts.Authorize, hopts.ProducerSub = auth.authorize, auth.producerSub
@@ -393,16 +473,27 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
 
-	opts := cfg.brokerOptions(logger)
-	b, err := queen.Open(cfg.dataDir, opts)
-	if err != nil {
-		logger.Error("queen: cannot open the data directory", "dir", cfg.dataDir, "err", err)
-		return 1
-	}
+	// Listen first: an address the server must not serve open is refused
+	// before the store is touched.
+	auth := newAuthorizer(cfg, time.Now)
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.host, strconv.Itoa(cfg.port)))
 	if err != nil {
 		logger.Error("queen: cannot listen", "err", err)
-		closeBroker(b, logger)
+		return 1
+	}
+	if auth == nil && exposed(ln.Addr()) && !cfg.allowUnauthenticated {
+		_ = ln.Close()
+		logger.Error("queen: refusing to listen on "+ln.Addr().String()+" with no QUEEN_TOKEN or JWT_SECRET: anyone who can reach it could read, change and delete every queue. "+
+			"Set QUEEN_TOKEN (or JWT_SECRET), listen on loopback (-host 127.0.0.1, the default), or pass -allow-unauthenticated (QUEEN_ALLOW_UNAUTHENTICATED=true) to serve it open anyway",
+			"host", cfg.host)
+		return 2
+	}
+
+	opts := cfg.brokerOptions(logger)
+	b, err := queen.Open(cfg.dataDir, opts)
+	if err != nil {
+		_ = ln.Close()
+		logger.Error("queen: cannot open the data directory", "dir", cfg.dataDir, "err", err)
 		return 1
 	}
 
@@ -411,7 +502,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	hist := history.New(b, &history.Options{Logger: logger})
 	_ = hist.Start() // fails only after Close
 	stopPolls := make(chan struct{})
-	auth := newAuthorizer(cfg, time.Now)
 	srv := &http.Server{
 		Handler:           cfg.handler(b, auth, hist, logger, stopPolls),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -429,9 +519,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger.Info("queen: listening", "addr", ln.Addr().String(), "data", cfg.dataDir, "durability", durability,
 		"subscriptionMode", string(cfg.subscription), "encryption", cfg.encryptionKey != nil, "maintenanceInterval", maintenance,
-		"auth", auth.mode(), "publicMetrics", cfg.publicMetrics, "console", cfg.console)
+		"auth", auth.mode(), "publicMetrics", cfg.publicMetrics, "console", cfg.console, "corsOrigins", strings.Join(cfg.corsOrigins, ","))
 	if auth == nil && exposed(ln.Addr()) {
-		logger.Warn("queen: listening on a non-loopback address with no QUEEN_TOKEN or JWT_SECRET: anyone who can reach it can read, change and delete every queue",
+		logger.Warn("queen: listening on a non-loopback address with no QUEEN_TOKEN or JWT_SECRET: anyone who can reach it can read, change and delete every queue (-allow-unauthenticated)",
 			"addr", ln.Addr().String())
 	}
 	served := make(chan error, 1)

@@ -31,7 +31,7 @@ func TestParseConfig(t *testing.T) {
 		t.Parallel()
 		c, err := parseConfig(nil, envOf(nil), io.Discard)
 		require.NoError(t, err)
-		require.Equal(t, &config{host: "0.0.0.0", port: 6632, dataDir: "./queen-data", durability: queen.SyncEveryCommit,
+		require.Equal(t, &config{host: "127.0.0.1", port: 6632, dataDir: "./queen-data", durability: queen.SyncEveryCommit,
 			subscription: queen.SubscriptionModeNew, defaultTimeout: 30 * time.Second, defaultBatch: 1, maxBody: 16 << 20,
 			shutdownTimeout: 30 * time.Second, jwtSkew: 30 * time.Second, console: true}, c)
 	})
@@ -263,7 +263,7 @@ func TestEndToEnd(t *testing.T) {
 		data, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
 		require.Equal(t, status, resp.StatusCode, "%s %s: %s", method, path, data)
-		require.Equal(t, "*", resp.Header.Get("Access-Control-Allow-Origin"))
+		require.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"), "no CORS grant without -cors-origins")
 		if len(data) == 0 {
 			return nil
 		}
