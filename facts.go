@@ -16,9 +16,12 @@ type Facts struct {
 	// OpenedAt is when [Open] or [OpenDB] returned the broker, on its
 	// clock ([Options.Clock]).
 	OpenedAt time.Time
-	// StoreBytes is the size on disk of the database's LSM tree and value
-	// log, as Badger last measured it (it refreshes the sizes about once a
-	// minute); 0 in memory.
+	// StoreBytes is the size of the files of the database's LSM tree and
+	// value log, as Badger last measured it (it refreshes the sizes about
+	// once a minute, so it is 0 until then); 0 in memory. It is not the
+	// space the store takes on disk: Badger preallocates its value log
+	// file, so a small store's files add up to 128 MiB and more. For disk
+	// use, see [Broker.DiskUsage].
 	StoreBytes int64
 	// StoreID names the store: the id its format record was given when the
 	// store was created (a restored store gets one of its own, see

@@ -14,6 +14,8 @@ type (
 
 	counterSource interface{ Counters() queen.Counters }
 
+	diskUser interface{ DiskUsage() (int64, error) }
+
 	maintainer interface {
 		MaintenanceMode() bool
 		SetMaintenanceMode(ctx context.Context, on bool) error
@@ -37,6 +39,7 @@ type (
 var (
 	_ factsSource     = (*queen.Broker)(nil)
 	_ counterSource   = (*queen.Broker)(nil)
+	_ diskUser        = (*queen.Broker)(nil)
 	_ maintainer      = (*queen.Broker)(nil)
 	_ partitionLister = (*queen.Broker)(nil)
 	_ tracer          = (*queen.Broker)(nil)

@@ -128,8 +128,13 @@ func (h *handler) facts() brokerFacts {
 		if bf.InMemory {
 			// Nothing is on disk, so a sync mode would promise nothing.
 			f.Store, f.Durability = "in memory", "none (in memory)"
-		} else {
-			f.Store = formatBytes(bf.StoreBytes)
+		} else if du, ok := h.c.(diskUser); ok {
+			// The space the files take, not their (preallocated) sizes.
+			if n, err := du.DiskUsage(); err == nil {
+				f.Store = formatBytes(n)
+			} else {
+				h.log.Warn("console: store disk usage", "err", err)
+			}
 		}
 		// The broker runs in this process: its memory is this process's.
 		if n := heapBytes(); n >= 0 {
