@@ -154,3 +154,31 @@ func TestRestore_LeavesARunningRestoreAlone(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(6), qs.Messages)
 }
+
+// TestRestore_GivesTheStoreAnIdentityOfItsOwn: a restored store's id (the
+// format record's, Facts().StoreID) is new, not its source's, and is the
+// one its own backups carry: an increment of the source does not apply
+// over a backup of the restored store.
+func TestRestore_GivesTheStoreAnIdentityOfItsOwn(t *testing.T) {
+	t.Parallel()
+	src, full, inc1, _ := backupChain(t)
+	r := restored(t, itest.NewClock(), full)
+	srcID, rID := src.Facts().StoreID, r.Facts().StoreID
+	require.NotEmpty(t, srcID)
+	require.NotEmpty(t, rID)
+	require.NotEqual(t, srcID, rID, "the restored store took its source's identity")
+	rep, err := r.StoreReport(bg)
+	require.NoError(t, err)
+	require.Equal(t, rID, rep.StoreID)
+
+	// Two restores of one backup are two stores.
+	r2 := restored(t, itest.NewClock(), full)
+	require.NotEqual(t, rID, r2.Facts().StoreID)
+
+	// The restored store's backups are of the restored store.
+	var own bytes.Buffer
+	_, err = r.Backup(bg, &own, 0)
+	require.NoError(t, err)
+	err = queen.Restore(bg, filepath.Join(t.TempDir(), "x"), nil, readers(own.Bytes(), inc1)...)
+	require.ErrorIs(t, err, queen.ErrBackupChain)
+}
