@@ -119,24 +119,34 @@ func (h *handler) queueDetail(ctx context.Context, name string) (*queen.QueueSta
 	if err != nil {
 		return nil, nil, counts{}, err
 	}
-	dead := make(map[string]int64)
-	if qs.DeadLetters > 0 {
-		page, err := h.b.DeadLetters(ctx, queen.LetterFilter{Queue: name, Limit: 1000})
+	dead, parked := make(map[string]int64), make(map[string]int64)
+	for _, l := range []struct {
+		n    int64
+		list func(context.Context, queen.LetterFilter) (*queen.LetterPage, error)
+		into map[string]int64
+	}{{qs.DeadLetters, h.b.DeadLetters, dead}, {qs.Parked, h.b.ParkedMessages, parked}} {
+		if l.n == 0 {
+			continue
+		}
+		page, err := l.list(ctx, queen.LetterFilter{Queue: name, Limit: 1000})
 		if err != nil {
 			return nil, nil, counts{}, err
 		}
-		for _, l := range page.Letters {
-			dead[l.Partition]++
+		for _, e := range page.Letters {
+			l.into[e.Partition]++
 		}
 	}
-	var totals counts
+	// The queue's figures come from its totals, as in the listings and
+	// the console (wire.Counts.Waiting and Completed), never summed from
+	// the partitions'.
+	totals := wire.QueueCounts(qs).Queen()
 	parts := make([]partitionDetail, 0, len(qs.Partitions))
 	for i := range qs.Partitions {
 		p := &qs.Partitions[i]
 		own := wire.PartitionCounts(p)
-		c := own.Queen()
-		c.DeadLetter = dead[p.Name]
-		totals.Add(c)
+		withLetters := own
+		withLetters.DeadLetters, withLetters.Parked = dead[p.Name], parked[p.Name]
+		c := withLetters.Queen()
 		pd := partitionDetail{ID: p.ID, Name: p.Name, CreatedAt: msTime(p.CreatedAt), Messages: c, Stats: c, Counts: own,
 			NewestMessage: msTime(p.LastPushAt), LastActivity: msTime(p.LastPushAt), FirstOffset: p.FirstOffset, NextOffset: p.NextOffset}
 		var consumed int64
@@ -158,7 +168,6 @@ func (h *handler) queueDetail(ctx context.Context, name string) (*queen.QueueSta
 		}
 		parts = append(parts, pd)
 	}
-	totals.DeadLetter, totals.Failed = qs.DeadLetters, qs.Parked
 	return qs, parts, totals, nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/httpapi"
+	"github.com/queenlite/queen/internal/wire"
 )
 
 //go:embed templates/*.html
@@ -32,6 +33,7 @@ var funcs = template.FuncMap{
 	"path":      url.PathEscape,
 	"query":     url.QueryEscape,
 	"num":       formatNum,
+	"waiting":   waiting,
 	"grouplag":  groupLag,
 	"bytes":     formatBytes,
 	"ago":       formatAgo,
@@ -243,4 +245,11 @@ func prettyJSON(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return buf.String()
+}
+
+// waiting is the Pending the pages show, of a queue (from its totals) or
+// a partition: the one definition the HTTP API answers too
+// ([wire.Counts.Waiting]), leased messages out of it.
+func waiting(pending, inFlight int64) int64 {
+	return wire.Counts{Pending: pending, InFlight: inFlight}.Waiting()
 }

@@ -39,8 +39,9 @@ func (c Counts) SetPartition(p *queen.PartitionStats) {
 
 // QueenCounts are Queen's counters of a queue or a partition: the
 // "messages" object of the queue listings, and the "messages", "stats"
-// and "totals" objects of GET /api/v1/status/queues/{queue}. Completed is
-// what the slowest group has settled; Failed counts parked messages.
+// and "totals" objects of GET /api/v1/status/queues/{queue}. Pending is
+// [Counts.Waiting], Completed [Counts.Completed]; Failed counts parked
+// messages.
 type QueenCounts struct {
 	Total      int64 `json:"total"`
 	Pending    int64 `json:"pending"`
@@ -50,15 +51,29 @@ type QueenCounts struct {
 	DeadLetter int64 `json:"deadLetter"`
 }
 
+// Waiting is the one definition of "pending" that the HTTP API and the
+// console show, for a queue (from its totals) or a partition: the
+// messages the slowest group has not settled, less those under a lease
+// (Pending − InFlight, not below 0). A queue's is computed from the
+// queue's totals, never summed from its partitions'.
+func (c Counts) Waiting() int64 { return max(0, c.Pending-c.InFlight) }
+
+// Completed is the one definition of "completed": the stored messages
+// the slowest group has settled (Messages − Pending), less the dead
+// letters and parked entries counted in c, which are settled but not
+// completed; not below 0.
+func (c Counts) Completed() int64 {
+	return max(0, c.Messages-c.Pending-c.DeadLetters-c.Parked)
+}
+
 // Queen derives Queen's counters from c: total is Messages, processing
-// InFlight, pending the part of Pending not in flight (Pending − InFlight,
-// not below 0), completed Messages − Pending, failed Parked and deadLetter
-// DeadLetters. A message leased by several groups is in processing once
-// for each, so processing can exceed total, and pending + processing
-// then says more than Pending.
+// InFlight, pending [Counts.Waiting], completed [Counts.Completed], failed
+// Parked and deadLetter DeadLetters. A message leased by several groups is
+// in processing once for each, so processing can exceed total, and
+// pending + processing then says more than Pending.
 func (c Counts) Queen() QueenCounts {
-	return QueenCounts{Total: c.Messages, Pending: max(0, c.Pending-c.InFlight), Processing: c.InFlight,
-		Completed: max(0, c.Messages-c.Pending), Failed: c.Parked, DeadLetter: c.DeadLetters}
+	return QueenCounts{Total: c.Messages, Pending: c.Waiting(), Processing: c.InFlight,
+		Completed: c.Completed(), Failed: c.Parked, DeadLetter: c.DeadLetters}
 }
 
 // Add adds o's counters to q's.
