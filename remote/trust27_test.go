@@ -202,8 +202,9 @@ func (h *holdPop) CloseIdleConnections() {
 
 // A pop over remote that returns its messages just as the loop is asked
 // to stop does not leave them to their lease: the loop gives them back at
-// once (an ack retry, spending no retry), reports them released, and
-// never hands them to the handler; the group pops them again at once.
+// once (an ack retry on the first message of each partition the pop
+// claimed, spending no retry), reports them released, and never hands
+// them to the handler; the group pops them again at once.
 func TestConsume_PopReturningAtTheStopIsGivenBack(t *testing.T) {
 	t.Parallel()
 	clock := itest.NewClock() // never advanced: no lease runs out
@@ -216,15 +217,17 @@ func TestConsume_PopReturningAtTheStopIsGivenBack(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	ctx := context.Background()
 	var items []queen.PushItem
-	for i := range 3 {
-		items = append(items, queen.PushItem{Queue: "q", Partition: "p", TransactionID: fmt.Sprintf("m%d", i), Payload: []byte(`{}`)})
+	for _, p := range []string{"a", "b"} {
+		for i := range 3 {
+			items = append(items, queen.PushItem{Queue: "q", Partition: p, TransactionID: fmt.Sprintf("%s%d", p, i), Payload: []byte(`{}`)})
+		}
 	}
 	_, err = b.Push(ctx, items)
 	require.NoError(t, err)
 
 	var log settledLog
 	var ran atomic.Int32
-	cons := c.Queue("q").Group("g").SubscriptionMode(queen.SubscriptionModeAll).Batch(10).Each().
+	cons := c.Queue("q").Group("g").SubscriptionMode(queen.SubscriptionModeAll).Batch(10).Partitions(2).Each().
 		Consume(ctx, func(context.Context, *queen.Message) error { ran.Add(1); return nil }).
 		OnSettled(log.add)
 	require.NoError(t, cons.Start(ctx))
@@ -237,27 +240,32 @@ func TestConsume_PopReturningAtTheStopIsGivenBack(t *testing.T) {
 
 	require.Zero(t, ran.Load(), "a message popped at the stop went to the handler")
 	all := log.list()
-	require.Len(t, all, 3)
-	for i, s := range all {
-		require.Equal(t, queen.OutcomeReleased, s.Outcome, "%s", s.Message.TransactionID)
-		require.NoError(t, s.AckErr)
-		require.False(t, s.Handled)
-		if i == 0 {
-			require.Equal(t, queen.AckRetry, s.Status, "the partition's first message is acked retry")
+	var released []string
+	for _, s := range all {
+		id := s.Message.TransactionID
+		released = append(released, id)
+		require.Equal(t, queen.OutcomeReleased, s.Outcome, "%s", id)
+		require.NoError(t, s.AckErr, "%s", id)
+		require.False(t, s.Handled, "%s", id)
+		if strings.HasSuffix(id, "0") {
+			require.Equal(t, queen.AckRetry, s.Status, "%s: a partition's first message is acked retry", id)
 		}
 	}
+	require.ElementsMatch(t, []string{"a0", "a1", "a2", "b0", "b1", "b2"}, released, "one pop of both partitions")
 	st, err := b.QueueStats(ctx, "q")
 	require.NoError(t, err)
-	require.Len(t, st.Partitions, 1)
-	require.Len(t, st.Partitions[0].Cursors, 1)
-	require.Zero(t, st.Partitions[0].Cursors[0].Retries, "giving back spends no retry")
-	res, err := b.Pop(ctx, queen.PopRequest{Queue: "q", Group: "g", Batch: 10})
-	require.NoError(t, err)
-	var got []string
-	for _, m := range res.Messages {
-		got = append(got, m.TransactionID)
+	require.Len(t, st.Partitions, 2)
+	for _, p := range st.Partitions {
+		require.Len(t, p.Cursors, 1)
+		require.Zero(t, p.Cursors[0].Retries, "%s: giving back spends no retry", p.Name)
+		res, err := b.Pop(ctx, queen.PopRequest{Queue: "q", Partition: p.Name, Group: "g", Batch: 10})
+		require.NoError(t, err)
+		var got []string
+		for _, m := range res.Messages {
+			got = append(got, m.TransactionID)
+		}
+		require.Equal(t, []string{p.Name + "0", p.Name + "1", p.Name + "2"}, got, "given back: delivered again at once, not after the lease")
 	}
-	require.Equal(t, []string{"m0", "m1", "m2"}, got, "given back: delivered again at once, not after the lease")
 }
 
 // A consume loop over remote whose AckBatch is partly refused, because
