@@ -202,6 +202,19 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("X-Frame-Options", "DENY")
 	hd.Set("Referrer-Policy", "same-origin")
 	hd.Set("Cache-Control", "no-store")
+	if r.Method == http.MethodPost {
+		// Read the form here, so that one over maxForm is refused as that,
+		// not as a form without its CSRF token.
+		if err := r.ParseForm(); err != nil {
+			var big *http.MaxBytesError
+			if errors.As(err, &big) {
+				h.fail(w, r, http.StatusRequestEntityTooLarge, "form refused: over 1 MiB")
+				return
+			}
+			h.fail(w, r, http.StatusBadRequest, "malformed form")
+			return
+		}
+	}
 	h.mux.ServeHTTP(w, withToken(r))
 }
 
