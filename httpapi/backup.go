@@ -90,7 +90,8 @@ var netNow = time.Now
 const backupWriteIdle = time.Minute
 
 // countingWriter counts the bytes written through it and moves the write
-// deadline before each write.
+// deadline before each write. While it counts 0, nothing was sent: it
+// passes no empty write on.
 type countingWriter struct {
 	w  io.Writer
 	rc *http.ResponseController
@@ -98,6 +99,11 @@ type countingWriter struct {
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		// An empty write would send the status and headers all the same,
+		// and the route would then take n == 0 for nothing sent.
+		return 0, nil
+	}
 	_ = c.rc.SetWriteDeadline(netNow().Add(backupWriteIdle))
 	n, err := c.w.Write(p)
 	c.n += int64(n)

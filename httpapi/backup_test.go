@@ -3,6 +3,9 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -104,4 +107,63 @@ func TestBackupRoute_OutlivesServerTimeouts(t *testing.T) {
 	res, body := getBackup(t, srv.URL)
 	require.NotEmpty(t, res.Trailer.Get(httpapi.HeaderBackupNext))
 	require.NoError(t, queen.Restore(context.Background(), filepath.Join(t.TempDir(), "r"), nil, bytes.NewReader(body.Bytes())))
+}
+
+// failingBackup is a broker whose backups write the first n bytes of a
+// real one and then fail.
+type failingBackup struct {
+	*queen.Broker
+	n int
+}
+
+var errBackupBroke = errors.New("disk on fire")
+
+func (f failingBackup) Backup(ctx context.Context, w io.Writer, since uint64) (uint64, error) {
+	var full bytes.Buffer
+	if _, err := f.Broker.Backup(ctx, &full, since); err != nil {
+		return 0, err
+	}
+	if _, err := w.Write(full.Bytes()[:f.n]); err != nil {
+		return 0, err
+	}
+	return 0, errBackupBroke
+}
+
+// TestBackupRoute_FailureMidStreamIsInTheTrailer: a backup that fails
+// after its first bytes went out says so in the X-Queen-Backup-Error
+// trailer, sends no next version, and its body is exactly the bytes the
+// backup wrote, no JSON error after them (restore refuses them: no end
+// record). One that fails before its first byte is an ordinary JSON error
+// answer, with no trailers announced.
+func TestBackupRoute_FailureMidStreamIsInTheTrailer(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil, nil)
+	e.push("q", "", "a", map[string]int{"n": 1})
+	var full bytes.Buffer
+	_, err := e.b.Backup(context.Background(), &full, 0)
+	require.NoError(t, err)
+	n := full.Len() - 10 // all but part of the end record
+
+	srv := httptest.NewServer(httpapi.New(failingBackup{e.b, n}, nil))
+	defer srv.Close()
+	res, body := getBackup(t, srv.URL)
+	require.Equal(t, http.StatusOK, res.StatusCode, "the status went out with the first byte")
+	require.Equal(t, "application/octet-stream", res.Header.Get("Content-Type"))
+	require.Equal(t, full.Bytes()[:n], body.Bytes(), "the body is the backup's bytes and nothing else")
+	require.Contains(t, res.Trailer.Get(httpapi.HeaderBackupError), errBackupBroke.Error())
+	require.Empty(t, res.Trailer.Get(httpapi.HeaderBackupNext), "a failed backup has no next version")
+	err = queen.Restore(context.Background(), filepath.Join(t.TempDir(), "r"), nil, bytes.NewReader(body.Bytes()))
+	require.ErrorIs(t, err, queen.ErrCorruptBackup)
+
+	// Failing before the first byte: a JSON error, no trailer announced.
+	srv0 := httptest.NewServer(httpapi.New(failingBackup{e.b, 0}, nil))
+	defer srv0.Close()
+	res, body = getBackup(t, srv0.URL)
+	require.Equal(t, http.StatusInternalServerError, res.StatusCode)
+	require.Contains(t, res.Header.Get("Content-Type"), "json")
+	require.Empty(t, res.Header.Get("Trailer"))
+	require.Empty(t, res.Header.Get("Content-Disposition"))
+	var answer map[string]any
+	require.NoError(t, json.Unmarshal(body.Bytes(), &answer), body.String())
+	require.Empty(t, res.Trailer)
 }

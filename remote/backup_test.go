@@ -115,3 +115,29 @@ func TestClient_BackupFailures(t *testing.T) {
 	require.ErrorAs(t, err, &te)
 	require.Contains(t, err.Error(), "incomplete")
 }
+
+// TestClient_BackupFailedOnTheServer: a backup the server says failed
+// midway (its X-Queen-Backup-Error trailer) is an error naming the
+// server's reason, even beside a next version.
+func TestClient_BackupFailedOnTheServer(t *testing.T) {
+	t.Parallel()
+	for _, withNext := range []bool{false, true} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Header().Set("Trailer", httpapi.HeaderBackupNext+", "+httpapi.HeaderBackupError)
+			_, _ = w.Write([]byte("QUEENBAK and then the disk"))
+			w.Header().Set(httpapi.HeaderBackupError, "disk on fire")
+			if withNext {
+				w.Header().Set(httpapi.HeaderBackupNext, "42")
+			}
+		}))
+		c, err := remote.Dial(srv.URL, nil)
+		require.NoError(t, err)
+		var w bytes.Buffer
+		next, err := c.Backup(context.Background(), &w, 0)
+		require.ErrorContains(t, err, "disk on fire", "with a next trailer too: %v", withNext)
+		require.Zero(t, next)
+		require.NoError(t, c.Close())
+		srv.Close()
+	}
+}
