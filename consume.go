@@ -3,6 +3,7 @@ package queen
 import (
 	"context"
 	"errors"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -254,9 +255,12 @@ func (c *Consumer) Start(ctx context.Context) error {
 // Stop stops the loop and drains it: it takes no new messages, gives back
 // those not started, and waits for running handlers until the drain
 // timeout, or until ctx ends, whichever comes first. It returns nil once
-// everything taken is settled or given back, or a [*DrainError] naming what
-// was left unsettled; those handlers keep running, but their outcomes are
-// discarded, and their messages come back when their lease ends.
+// everything taken is settled or given back, or a [*DrainError] naming
+// exactly what was left unsettled; those handlers keep running, but their
+// outcomes are discarded, the loop sends no more acks, and the messages
+// listed come back when their lease ends. An AckBatch being written when
+// time runs out is waited for, so that its messages are listed only if it
+// did not land (see [DrainError]).
 func (c *Consumer) Stop(ctx context.Context) error {
 	r := c.run()
 	if r == nil {
@@ -351,11 +355,9 @@ type job struct {
 	next    int        // index of the next message to start
 	cur     []*Message // being handled
 
-	// A lane's accepted messages whose ack is not written yet (under
-	// run.mu): queued waits for the next AckBatch, sending is in the one
-	// being written. See run.accepted.
+	// A lane's accepted messages waiting for the next AckBatch (under
+	// run.mu). See run.accepted.
 	queued   []handled
-	sending  []handled
 	flushing bool        // an AckBatch of the lane is being written
 	timer    *time.Timer // starts the first AckBatch of queued
 	armed    int         // timers armed so far, numbering the last
@@ -425,18 +427,25 @@ type run struct {
 	// read, to tell a failure caused by the stop.
 	ends [2]context.Context
 
-	mu         sync.Mutex
-	cond       *sync.Cond
-	pending    []*job
-	current    map[*job]struct{}
-	running    int
-	fetchers   int // fetch goroutines still running
-	popping    int // pops in flight
-	stopping   bool
-	giving     int // requestStop calls still giving back pending jobs; the loop is not done before they are
-	abandoned  bool
-	taken      int // messages taken and not given back, for Limit
-	lastActive time.Time // under mu
+	mu        sync.Mutex
+	cond      *sync.Cond
+	pending   []*job
+	current   map[*job]struct{}
+	running   int
+	fetchers  int // fetch goroutines still running
+	popping   int // pops in flight
+	stopping  bool
+	giving    int // requestStop calls still giving back pending jobs; the loop is not done before they are
+	abandoned bool
+	listed    bool // abandon has made drainErr: nothing the loop does changes it any more
+	acking    int  // AckBatch calls of the loop in flight; abandon waits for them
+	// held are the messages the loop took and has not finished with, in
+	// the order taken (see hold): after an abandon, exactly those left to
+	// their leases.
+	held       map[*Message]uint64
+	heldSeq    uint64
+	taken      int            // messages taken and not given back, for Limit
+	lastActive time.Time      // under mu
 	leases     map[string]int // lease id -> jobs not finished
 	loopErr    error
 	drainErr   error
@@ -459,6 +468,7 @@ func newRun(c *Consumer, ctx context.Context) *run {
 		drainTimeout: q.drainTimeout,
 		current:      make(map[*job]struct{}),
 		leases:       make(map[string]int),
+		held:         make(map[*Message]uint64),
 		stopCh:       make(chan struct{}),
 		done:         make(chan struct{}),
 		over:         make(chan struct{}),
@@ -621,10 +631,21 @@ func (r *run) drain(deadline time.Time, cancel <-chan struct{}) error {
 }
 
 // abandon gives up on the running handlers: their outcomes will be
-// discarded and their messages left to their leases.
+// discarded and their messages left to their leases. The loop sends no
+// ack from now on; abandon waits for those already being written, so that
+// the DrainError it makes lists exactly the messages left to their leases:
+// those whose ack landed are not listed, those whose ack was refused,
+// failed or never sent are.
 func (r *run) abandon() {
 	r.mu.Lock()
-	if r.abandoned || r.running == 0 && r.fetchers == 0 && len(r.current) == 0 {
+	if r.abandoned {
+		for !r.listed { // another drain is making the list
+			r.cond.Wait()
+		}
+		r.mu.Unlock()
+		return
+	}
+	if r.running == 0 && r.fetchers == 0 && len(r.current) == 0 {
 		r.mu.Unlock()
 		return
 	}
@@ -635,23 +656,76 @@ func (r *run) abandon() {
 	default:
 	}
 	r.abandoned = true
-	var left []*Message
-	for j := range r.current {
-		for _, h := range j.sending {
-			left = append(left, h.m)
-		}
-		for _, h := range j.queued {
-			left = append(left, h.m)
-		}
-		left = append(left, j.cur...)
-		left = append(left, j.msgs[j.next:]...)
-	}
-	if len(left) > 0 {
-		r.drainErr = &DrainError{Queue: r.req.Queue, Group: r.group, Unsettled: left}
-	}
 	r.mu.Unlock()
 	r.hcancel()
+	r.mu.Lock()
+	for r.acking > 0 {
+		r.cond.Wait()
+	}
+	if len(r.held) > 0 {
+		left := make([]*Message, 0, len(r.held))
+		for m := range r.held {
+			left = append(left, m)
+		}
+		sort.Slice(left, func(a, b int) bool { return r.held[left[a]] < r.held[left[b]] })
+		r.drainErr = &DrainError{Queue: r.req.Queue, Group: r.group, Unsettled: left}
+	}
+	r.listed = true
+	r.cond.Broadcast()
+	r.mu.Unlock()
 	r.finish()
+}
+
+// hold records msgs, just taken, as messages the loop has to finish
+// with. Under r.mu.
+func (r *run) hold(msgs []*Message) {
+	for _, m := range msgs {
+		r.heldSeq++
+		r.held[m] = r.heldSeq
+	}
+}
+
+// let records that the loop is done with msgs: an ack of its own for them
+// landed (landed), or they are released, given back or left to a handler
+// that settles them. Once the loop is abandoned only a landed ack takes a
+// message out of the list. Under r.mu.
+func (r *run) let(msgs []*Message, landed bool) {
+	if r.abandoned && !landed {
+		return
+	}
+	for _, m := range msgs {
+		delete(r.held, m)
+	}
+}
+
+// letGo is let under r.mu's lock.
+func (r *run) letGo(msgs []*Message, landed bool) {
+	r.mu.Lock()
+	r.let(msgs, landed)
+	r.mu.Unlock()
+}
+
+// ackStart counts an AckBatch of the loop in flight; with gated, it
+// refuses (false) once the loop was abandoned: nothing it then sends
+// would be in the drain's list.
+func (r *run) ackStart(gated bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if gated && r.abandoned {
+		return false
+	}
+	r.acking++
+	return true
+}
+
+// ackEnd ends an AckBatch of the loop: under r.mu, it records what it
+// settled with let, then wakes an abandon waiting for it.
+func (r *run) ackEnd(settled func()) {
+	r.mu.Lock()
+	settled()
+	r.acking--
+	r.cond.Broadcast()
+	r.mu.Unlock()
 }
 
 // maxFetchers bounds the goroutines of a loop that pop at once.
@@ -758,6 +832,7 @@ func (r *run) fetch() {
 		}
 		jobs := r.split(res, popped)
 		r.mu.Lock()
+		r.hold(res.Messages)
 		r.lastActive = time.Now()
 		r.taken += len(res.Messages)
 		if r.stopping {
@@ -936,6 +1011,7 @@ func (r *run) runLane(j *job) {
 
 		switch r.h.leaseState(msg) {
 		case leaseSettled: // the handler settled it ahead
+			r.letGo([]*Message{msg}, true)
 			continue
 		case leaseLost:
 			r.mu.Lock()
@@ -1029,11 +1105,10 @@ func (r *run) sendAcks(j *job, armed int) {
 	j.flushing = true
 	for len(j.queued) > 0 {
 		batch := j.queued
-		j.sending, j.queued = batch, nil
+		j.queued = nil
 		r.mu.Unlock()
 		r.settleLane(j, batch)
 		r.mu.Lock()
-		j.sending = nil
 	}
 	j.flushing = false
 	if j.over {
@@ -1208,6 +1283,7 @@ func (r *run) userSettle(msgs []*Message, herr error, d time.Duration, rest []*M
 			back = r.settle([]handled{{m: m, err: err, ran: true, d: d}}, rest) || back
 			continue
 		}
+		r.letGo([]*Message{m}, false)
 		r.report([]*Message{m}, decision{outcome: OutcomeHandled}, herr, true, nil, nil, d)
 	}
 	return back

@@ -13,13 +13,30 @@ import (
 var ErrDrainTimeout = errors.New("queen: drain timed out")
 
 // DrainError reports the messages a drain left unsettled when its time ran
-// out: those whose handlers were still running, and the messages of their
-// partitions queued behind them. Their handlers are not killed; their
-// outcomes are discarded, and the broker delivers the messages again when
-// their leases end. It matches [ErrDrainTimeout] under [errors.Is].
+// out. It matches [ErrDrainTimeout] under [errors.Is].
+//
+// When the time runs out the loop gives up: it sends no ack from then on,
+// and running handlers are not killed, but their outcomes are discarded
+// (reported [OutcomeDiscarded]). An AckBatch the loop was already writing
+// is waited for, so the drain returns once it is answered (at once on a
+// [Broker]; within the request's timeout on a remote client). Unsettled
+// then lists exactly the messages left to their leases, which the broker
+// delivers again when their leases end: those whose handlers were still
+// running, the messages of their partitions behind them, accepted
+// messages whose ack was still waiting to be sent (it is not sent), and
+// those whose ack was refused or failed. A message whose ack landed,
+// even after the time ran out, is settled and not listed. Two cases can
+// still differ: a handler that settles its own messages ([QueueBuilder.AutoAck]
+// false, [Consumer.OnSuccess], [Consumer.OnError]) and is still running may
+// settle its message itself, which then does not come back; and an ack
+// whose answer never arrived (a remote client's broken connection) counts
+// as failed, though it may have landed.
 type DrainError struct {
-	Queue     string
-	Group     string
+	// Queue and Group name the loop.
+	Queue string
+	Group string
+	// Unsettled are the messages left to their leases, in the order the
+	// loop took them.
 	Unsettled []*Message
 }
 

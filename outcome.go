@@ -214,6 +214,14 @@ func (r *run) settle(hs []handled, rest []*Message) (back bool) {
 // settleAll is settle, also counting the acks the backend refused (or
 // that failed).
 func (r *run) settleAll(hs []handled, rest []*Message) (back bool, refused int) {
+	if !r.ackStart(true) {
+		// A drain gave up on the loop: it acks nothing more, and hs are
+		// left to their leases, as its DrainError says.
+		for _, h := range hs {
+			r.report([]*Message{h.m}, decision{outcome: OutcomeDiscarded}, h.err, h.ran, nil, nil, h.d)
+		}
+		return false, len(hs)
+	}
 	items := make([]AckItem, len(hs))
 	decs := make([]decision, len(hs))
 	giving := false
@@ -239,6 +247,45 @@ func (r *run) settleAll(hs []handled, rest []*Message) (back bool, refused int) 
 		}
 	}
 	results, err := r.h.AckBatch(r.ackCtx, items)
+	ackErrs := make([]error, len(hs))
+	for i := range hs {
+		dec := &decs[i]
+		switch {
+		case err != nil:
+			ackErrs[i] = err
+		case results[i].Err != nil:
+			ackErrs[i] = results[i].Err
+		case results[i].DeadLettered:
+			dec.outcome = OutcomeDeadLettered
+		case results[i].Parked:
+			dec.outcome = OutcomeParked
+		}
+		switch {
+		case errors.Is(ackErrs[i], ErrAlreadySettled):
+			// Settled meanwhile by someone else (the handler itself, a
+			// seek): it does not come back.
+			dec.outcome = OutcomeHandled
+			ackErrs[i] = nil
+		case ackErrs[i] != nil: // nothing settled: it comes back by itself
+			dec.outcome = OutcomeReleased
+			refused++
+		}
+		if ackErrs[i] == nil {
+			switch dec.outcome {
+			case OutcomeAccepted, OutcomeDeadLettered, OutcomeParked, OutcomeHandled:
+			default:
+				back = true
+			}
+		}
+	}
+	r.ackEnd(func() {
+		for i, h := range hs {
+			r.let([]*Message{h.m}, ackErrs[i] == nil)
+		}
+		if back { // rest comes back behind hs, by an ack that landed
+			r.let(rest, true)
+		}
+	})
 	if err != nil {
 		r.h.logger().Warn("queen: consume: ack failed", "queue", r.req.Queue, "group", r.group, "err", err)
 		if errors.Is(err, ErrClosed) {
@@ -251,37 +298,13 @@ func (r *run) settleAll(hs []handled, rest []*Message) (back bool, refused int) 
 		}
 	}
 	for i, h := range hs {
-		dec := decs[i]
-		var ackErr error
-		switch {
-		case err != nil:
-			ackErr = err
-		case results[i].Err != nil:
-			ackErr = results[i].Err
-		case results[i].DeadLettered:
-			dec.outcome = OutcomeDeadLettered
-		case results[i].Parked:
-			dec.outcome = OutcomeParked
-		}
-		switch {
-		case errors.Is(ackErr, ErrAlreadySettled):
-			// Settled meanwhile by someone else (the handler itself, a
-			// seek): it does not come back.
-			dec.outcome = OutcomeHandled
-			ackErr = nil
-		case ackErr != nil: // nothing settled: it comes back by itself
-			dec.outcome = OutcomeReleased
-			refused++
-		}
-		if ackErr == nil {
-			switch dec.outcome {
+		if ackErrs[i] == nil {
+			switch decs[i].outcome {
 			case OutcomeAccepted, OutcomeDeadLettered, OutcomeParked, OutcomeHandled:
 				r.h.loops().forget(h.m)
-			default:
-				back = true
 			}
 		}
-		r.report([]*Message{h.m}, dec, h.err, h.ran, ackErr, &items[i], h.d)
+		r.report([]*Message{h.m}, decs[i], h.err, h.ran, ackErrs[i], &items[i], h.d)
 	}
 	if !back {
 		for _, m := range marked {
@@ -312,7 +335,18 @@ func (r *run) giveBack(msgs []*Message) {
 	var results []AckResult
 	var err error
 	if len(items) > 0 {
+		// Not gated by an abandon: what is given back comes back at once,
+		// listed by the drain or not.
+		r.ackStart(false)
 		results, err = r.h.AckBatch(r.ackCtx, items)
+		r.ackEnd(func() {
+			for _, m := range msgs {
+				i, ok := first[m.PartitionID]
+				r.let([]*Message{m}, ok && err == nil && results[i].Err == nil)
+			}
+		})
+	} else {
+		r.letGo(msgs, false)
 	}
 	r.unclaim(msgs, false)
 	r.observeReleased(len(msgs))
@@ -338,6 +372,7 @@ func (r *run) release(msgs []*Message) {
 	if len(msgs) == 0 {
 		return
 	}
+	r.letGo(msgs, false)
 	r.unclaim(msgs, true)
 	r.reportReleased(msgs)
 }

@@ -2,7 +2,10 @@ package queen_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +16,141 @@ import (
 // Issue 27: a drain's list of unsettled messages is exactly what comes
 // back, the idle check reads the last activity under its lock, and the
 // lane's acks, self-settled failures and lost leases behave as documented.
+
+// statusGate is an Observer that holds the first ack call applying items
+// of one status, after its commit and before it returns, until release is
+// closed; entered is closed once that call is held, left once it goes on.
+type statusGate struct {
+	status  queen.AckStatus
+	entered chan struct{}
+	release chan struct{}
+	left    chan struct{}
+	once    sync.Once
+	held    bool // the call was released by release, not by a timeout; read after left
+}
+
+func newStatusGate(st queen.AckStatus) *statusGate {
+	return &statusGate{status: st, entered: make(chan struct{}), release: make(chan struct{}), left: make(chan struct{})}
+}
+
+func (g *statusGate) Observe(e queen.Event) {
+	if e.Kind != queen.EventAck || e.Status != g.status {
+		return
+	}
+	g.once.Do(func() {
+		close(g.entered)
+		g.held = await(g.release)
+		close(g.left)
+	})
+}
+
+// sortedTxids lists the transaction ids of msgs, sorted.
+func sortedTxids(msgs []*queen.Message) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.TransactionID
+	}
+	sort.Strings(out)
+	return out
+}
+
+// comeBack expires every lease on clock and pops what is delivered again
+// from queue (queue mode).
+func comeBack(t *testing.T, b *queen.Broker, advance func(time.Duration), queue string) []*queen.Message {
+	t.Helper()
+	advance(61 * time.Second) // the leases run out
+	msgs, err := b.Queue(queue).Autopilot(false).Wait(false).Batch(100).Partitions(10).Pop(context.Background())
+	require.NoError(t, err)
+	return msgs
+}
+
+// Defect 2: an ack being written when the drain runs out of time lands,
+// and its message never comes back; an accepted message whose ack was
+// still queued then is not acked by the loop any more and does come back.
+// The list is exactly what comes back.
+func TestTrust27_DrainListsExactlyWhatComesBack(t *testing.T) {
+	t.Parallel()
+	t.Run("accepted acks in flight and queued", func(t *testing.T) {
+		t.Parallel()
+		gate := newStatusGate(queen.AckCompleted)
+		b, clock := clocked(t, &queen.Options{Observer: gate})
+		pushTo(t, b, "dq", "p", numbered(4)...)
+		abandoned, started := make(chan struct{}), make(chan struct{})
+		var f faults
+		col := newCollector()
+		c := b.Queue("dq").Autopilot(false).Batch(4).Each().DrainTimeout(time.Millisecond).
+			Consume(context.Background(), func(ctx context.Context, msg *queen.Message) error {
+				switch msg.Offset {
+				case 1: // accepted while message 0's ack is being written
+					f.check(await(gate.entered), "message 0's ack never written")
+				case 2: // still running when the drain gives up
+					close(started)
+					<-ctx.Done()
+					close(abandoned)
+				}
+				return nil
+			}).OnSettled(col.add)
+		go func() { <-abandoned; close(gate.release) }()
+		require.NoError(t, c.Start(context.Background()))
+		recv(t, started)
+
+		err := c.Stop(context.Background())
+		var de *queen.DrainError
+		require.ErrorAs(t, err, &de)
+		recv(t, c.Done())
+		f.none(t)
+		recv(t, gate.left)
+		require.True(t, gate.held, "the ack of message 0 was held until the drain gave up")
+
+		back := comeBack(t, b, clock.Advance, "dq")
+		require.Equal(t, []int64{1, 2, 3}, offsets(back), "message 0's ack landed; 1's was never sent")
+		require.Equal(t, sortedTxids(back), sortedTxids(de.Unsettled), "DrainError.Unsettled is exactly what came back")
+		byOffset := map[int64]queen.Settlement{}
+		for _, s := range col.list() {
+			byOffset[s.Message.Offset] = s
+		}
+		require.Equal(t, queen.OutcomeAccepted, byOffset[0].Outcome)
+		require.Equal(t, queen.OutcomeDiscarded, byOffset[1].Outcome, "its ack was not sent after the drain gave up")
+		require.True(t, byOffset[1].Handled)
+		require.Empty(t, byOffset[1].Status)
+	})
+	t.Run("failure ack in flight", func(t *testing.T) {
+		t.Parallel()
+		gate := newStatusGate(queen.AckDLQ)
+		b, clock := clocked(t, &queen.Options{Observer: gate})
+		pushTo(t, b, "dq", "a", numbered(1)...)
+		pushTo(t, b, "dq", "b", numbered(2)...)
+		abandoned, started := make(chan struct{}), make(chan struct{})
+		c := b.Queue("dq").Autopilot(false).Batch(3).Partitions(2).Each().Concurrency(2).DrainTimeout(time.Millisecond).
+			Consume(context.Background(), func(ctx context.Context, msg *queen.Message) error {
+				if msg.Partition == "a" {
+					return queen.Reject(errors.New("never"))
+				}
+				close(started)
+				<-ctx.Done()
+				close(abandoned)
+				return nil
+			})
+		go func() { <-abandoned; close(gate.release) }()
+		require.NoError(t, c.Start(context.Background()))
+		recv(t, started)
+		recv(t, gate.entered)
+
+		err := c.Stop(context.Background())
+		var de *queen.DrainError
+		require.ErrorAs(t, err, &de)
+		recv(t, c.Done())
+		recv(t, gate.left)
+		require.True(t, gate.held)
+
+		back := comeBack(t, b, clock.Advance, "dq")
+		require.Len(t, back, 2, "partition a's message was dead-lettered")
+		for _, m := range back {
+			require.Equal(t, "b", m.Partition)
+		}
+		require.Equal(t, sortedTxids(back), sortedTxids(de.Unsettled), "DrainError.Unsettled is exactly what came back")
+	})
+}
 
 // Defect 4: a loop with Concurrency ≥ 2, Wait(false) and Idle read its
 // last-activity time without its lock after an empty pop while another
