@@ -1,11 +1,14 @@
 package queen
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -171,7 +174,9 @@ func (b *Broker) letterOps(c *cursor, specs []letterSpec, now int64) ([]op, erro
 	return ops, nil
 }
 
-// DeadLetters lists dead letters matching f, newest failure first.
+// DeadLetters lists dead letters matching f, newest failure first. A page
+// costs the entries it returns: the others are counted from their headers,
+// without their payloads.
 func (b *Broker) DeadLetters(ctx context.Context, f LetterFilter) (*LetterPage, error) {
 	if err := b.enter(); err != nil {
 		return nil, err
@@ -341,6 +346,211 @@ func (b *Broker) closedErr() error {
 	return b.usable()
 }
 
+// letterHead is the part of a letter's header a listing filters and
+// orders by. Its names are views into the stored value, valid while it
+// is: reading them copies nothing, the payload least of all.
+type letterHead struct {
+	queue, partition, group []byte
+	pid                     uint64
+	failedAt                int64
+}
+
+// decodeLetterHead reads the filter fields of encodeLetter's form: in
+// place when the header is as encodeLetter writes it (scanLetterHead),
+// else through encoding/json, which also reports a corrupt one.
+func decodeLetterHead(v []byte, h *letterHead) error {
+	n, k := binary.Uvarint(v)
+	if k <= 0 || uint64(len(v)-k) < n {
+		return errCorruptLetter
+	}
+	head := v[k : k+int(n)]
+	*h = letterHead{}
+	if scanLetterHead(head, h) {
+		return nil
+	}
+	var lr struct {
+		Queue     string `json:"q"`
+		Partition string `json:"p"`
+		PID       uint64 `json:"pid"`
+		Group     string `json:"g"`
+		FailedAt  int64  `json:"f"`
+	}
+	if err := json.Unmarshal(head, &lr); err != nil {
+		return err
+	}
+	*h = letterHead{queue: []byte(lr.Queue), partition: []byte(lr.Partition), group: []byte(lr.Group), pid: lr.PID, failedAt: lr.FailedAt}
+	return nil
+}
+
+// scanLetterHead reads h's fields from b, a flat JSON object as
+// json.Marshal writes a letterRecord (no spaces, nothing nested), without
+// allocating. It reports false, leaving the header to encoding/json, on
+// anything else: an escaped string in a field h keeps, a number that is
+// not a plain integer, any other shape.
+func scanLetterHead(b []byte, h *letterHead) bool {
+	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
+		return false
+	}
+	i := 1
+	for i < len(b)-1 {
+		if b[i] != '"' {
+			return false
+		}
+		end, plain := scanString(b, i)
+		if end < 0 || !plain || end+1 >= len(b) || b[end+1] != ':' {
+			return false
+		}
+		key := string(b[i+1 : end]) // compared only: not allocated
+		i = end + 2
+		if i >= len(b) {
+			return false
+		}
+		switch c := b[i]; {
+		case c == '"':
+			end, plain := scanString(b, i)
+			if end < 0 {
+				return false
+			}
+			var field *[]byte
+			switch key {
+			case "q":
+				field = &h.queue
+			case "p":
+				field = &h.partition
+			case "g":
+				field = &h.group
+			}
+			if field != nil {
+				if !plain {
+					return false
+				}
+				*field = b[i+1 : end]
+			}
+			i = end + 1
+		case c == '-' || c >= '0' && c <= '9':
+			j := i + 1
+			for j < len(b) && b[j] >= '0' && b[j] <= '9' {
+				j++
+			}
+			if j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E') {
+				return false
+			}
+			switch key {
+			case "pid":
+				v, err := strconv.ParseUint(string(b[i:j]), 10, 64)
+				if err != nil {
+					return false
+				}
+				h.pid = v
+			case "f":
+				v, err := strconv.ParseInt(string(b[i:j]), 10, 64)
+				if err != nil {
+					return false
+				}
+				h.failedAt = v
+			}
+			i = j
+		case bytes.HasPrefix(b[i:], []byte("true")):
+			i += 4
+		case bytes.HasPrefix(b[i:], []byte("false")):
+			i += 5
+		case bytes.HasPrefix(b[i:], []byte("null")):
+			i += 4
+		default:
+			return false
+		}
+		switch {
+		case i == len(b)-1:
+			return true
+		case b[i] == ',' && i+1 < len(b)-1:
+			i++
+		default:
+			return false
+		}
+	}
+	return i == len(b)-1 // "{}"
+}
+
+// scanString returns the index of the quote closing the JSON string that
+// starts at b[i], and whether the string has no escapes (its bytes are its
+// value); -1 when it is not closed, or holds a control character.
+func scanString(b []byte, i int) (int, bool) {
+	plain := true
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return j, plain
+		case c == '\\':
+			plain = false
+			j++
+		case c < 0x20:
+			return -1, false
+		}
+	}
+	return -1, false
+}
+
+// letterRank places a letter in a listing: newest failure first, then
+// the greater id.
+type letterRank struct {
+	failedAt int64
+	id       [16]byte
+}
+
+// before reports whether r is listed before o.
+func (r *letterRank) before(o *letterRank) bool {
+	if r.failedAt != o.failedAt {
+		return r.failedAt > o.failedAt
+	}
+	return string(r.id[:]) > string(o.id[:])
+}
+
+// topLetters keeps the first k ranks offered, in listing order, as a heap
+// whose root is the last of them: a listing holds the letters up to its
+// page's end, not every letter it counts.
+type topLetters struct {
+	k     int
+	ranks []letterRank
+}
+
+func (t *topLetters) offer(r letterRank) {
+	if len(t.ranks) < t.k {
+		t.ranks = append(t.ranks, r)
+		for i := len(t.ranks) - 1; i > 0; { // up
+			parent := (i - 1) / 2
+			if !t.ranks[parent].before(&t.ranks[i]) {
+				break
+			}
+			t.ranks[parent], t.ranks[i] = t.ranks[i], t.ranks[parent]
+			i = parent
+		}
+		return
+	}
+	if t.k == 0 || !r.before(&t.ranks[0]) {
+		return
+	}
+	t.ranks[0] = r
+	for i := 0; ; { // down
+		last, l, rr := i, 2*i+1, 2*i+2
+		if l < len(t.ranks) && t.ranks[last].before(&t.ranks[l]) {
+			last = l
+		}
+		if rr < len(t.ranks) && t.ranks[last].before(&t.ranks[rr]) {
+			last = rr
+		}
+		if last == i {
+			return
+		}
+		t.ranks[i], t.ranks[last] = t.ranks[last], t.ranks[i]
+		i = last
+	}
+}
+
+// listLetters lists a page of the entries of kind matching f. It reads
+// every entry's header, without its payload, to count and order them, and
+// keeps only the ranks up to the page's end; the page's own entries are
+// then read whole, in the same snapshot. A page thus costs the entries it
+// returns (plus a header read per entry), not the store's payloads.
 func (b *Broker) listLetters(kind byte, f LetterFilter) (*LetterPage, error) {
 	if f.Limit < 0 || f.Offset < 0 {
 		return nil, argErr("LetterFilter", "Limit and Offset must not be negative")
@@ -352,45 +562,60 @@ func (b *Broker) listLetters(kind byte, f LetterFilter) (*LetterPage, error) {
 	if err := b.closedErr(); err != nil {
 		return nil, err
 	}
-	type entry struct {
-		id [16]byte
-		lr letterRecord
-	}
-	var all []entry
+	from, to := f.From.UnixMicro(), f.To.UnixMicro()
+	page := &LetterPage{Letters: []DeadLetter{}}
+	top := topLetters{k: min(f.Offset, math.MaxInt-f.Limit) + f.Limit}
+	var lrs []letterRecord
 	err := b.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kind}, PrefetchSize: 100}) // no PrefetchValues: a goroutine per item
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{kind}}) // values read one at a time, not copied
 		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			var e entry
-			copy(e.id[:], it.Item().Key()[1:])
-			if err := it.Item().Value(func(v []byte) error { return decodeLetter(v, &e.lr) }); err != nil {
+		var h letterHead
+		var match bool
+		read := func(v []byte) error { // one closure for every entry: none allocated per entry
+			if err := decodeLetterHead(v, &h); err != nil {
 				return err
 			}
-			lr := &e.lr
-			if !b.partitionLive(lr.PID) {
-				continue // of a deleted queue, being swept
+			match = (f.Queue == "" || string(h.queue) == f.Queue) && (f.ConsumerGroup == "" || string(h.group) == f.ConsumerGroup) &&
+				(f.Partition == "" || string(h.partition) == f.Partition) &&
+				(f.From.IsZero() || h.failedAt >= from) && (f.To.IsZero() || h.failedAt <= to)
+			return nil
+		}
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := it.Item().Value(read); err != nil {
+				return err
 			}
-			if (f.Queue != "" && lr.Queue != f.Queue) || (f.ConsumerGroup != "" && lr.Group != f.ConsumerGroup) ||
-				(f.Partition != "" && lr.Partition != f.Partition) ||
-				(!f.From.IsZero() && lr.FailedAt < f.From.UnixMicro()) || (!f.To.IsZero() && lr.FailedAt > f.To.UnixMicro()) {
+			if !match || !b.partitionLive(h.pid) { // not live: of a deleted queue, being swept
 				continue
 			}
-			all = append(all, e)
+			page.Total++
+			r := letterRank{failedAt: h.failedAt}
+			copy(r.id[:], it.Item().Key()[1:])
+			top.offer(r)
 		}
+		ranks := top.ranks
+		sort.Slice(ranks, func(i, j int) bool { return ranks[i].before(&ranks[j]) })
+		if f.Offset >= len(ranks) {
+			return nil
+		}
+		ranks = ranks[f.Offset:]
+		lrs = make([]letterRecord, len(ranks))
+		for i := range ranks {
+			item, err := txn.Get(keys.IDKey(kind, ranks[i].id))
+			if err != nil {
+				return err
+			}
+			if err := item.Value(func(v []byte) error { return decodeLetter(v, &lrs[i]) }); err != nil {
+				return err
+			}
+		}
+		top.ranks = ranks
 		return nil
 	})
 	if err != nil {
 		return nil, storageErr("list dead letters", err)
 	}
-	sort.Slice(all, func(i, j int) bool {
-		if all[i].lr.FailedAt != all[j].lr.FailedAt {
-			return all[i].lr.FailedAt > all[j].lr.FailedAt
-		}
-		return string(all[i].id[:]) > string(all[j].id[:])
-	})
-	page := &LetterPage{Total: len(all), Letters: []DeadLetter{}}
-	for i := f.Offset; i < len(all) && len(page.Letters) < f.Limit; i++ {
-		lr := &all[i].lr
+	for i := range lrs {
+		lr := &lrs[i]
 		payload := lr.Payload
 		if lr.Encrypted {
 			if p, err := b.open(lr.Payload); err == nil {
@@ -404,7 +629,7 @@ func (b *Broker) listLetters(kind byte, f LetterFilter) (*LetterPage, error) {
 		}
 		b.mu.Unlock()
 		page.Letters = append(page.Letters, DeadLetter{
-			ID: uuid.UUID(all[i].id).String(), MessageID: lr.MessageID, TransactionID: lr.TxID, Queue: lr.Queue,
+			ID: uuid.UUID(top.ranks[i].id).String(), MessageID: lr.MessageID, TransactionID: lr.TxID, Queue: lr.Queue,
 			Partition: lr.Partition, PartitionID: pid, ConsumerGroup: lr.Group, Error: lr.Error, RetryCount: lr.RetryCount,
 			Payload: payload, TraceID: lr.TraceID, ProducerSub: lr.ProducerSub, Offset: lr.Offset,
 			CreatedAt: time.UnixMicro(lr.CreatedAt).UTC(), FailedAt: time.UnixMicro(lr.FailedAt).UTC(),
