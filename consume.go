@@ -442,19 +442,22 @@ type run struct {
 	// held are the messages the loop took and has not finished with, in
 	// the order taken (see hold): after an abandon, exactly those left to
 	// their leases.
-	held       map[*Message]uint64
-	heldSeq    uint64
-	taken      int            // messages taken and not given back, for Limit
-	lastActive time.Time      // under mu
-	leases     map[string]int // lease id -> jobs not finished
-	loopErr    error
-	drainErr   error
-	stopCh     chan struct{}
-	done       chan struct{} // every goroutine of the loop returned
-	over       chan struct{} // done, or abandoned by a drain
-	overOnce   sync.Once
-	unhook     []func() bool
-	inflight   atomic.Int32
+	held    map[*Message]uint64
+	heldSeq uint64
+	// testListWait, set only by tests, runs (under mu) when a drain
+	// starts waiting for another one's list.
+	testListWait func()
+	taken        int            // messages taken and not given back, for Limit
+	lastActive   time.Time      // under mu
+	leases       map[string]int // lease id -> jobs not finished
+	loopErr      error
+	drainErr     error
+	stopCh       chan struct{}
+	done         chan struct{} // every goroutine of the loop returned
+	over         chan struct{} // done, or abandoned by a drain
+	overOnce     sync.Once
+	unhook       []func() bool
+	inflight     atomic.Int32
 }
 
 func newRun(c *Consumer, ctx context.Context) *run {
@@ -639,6 +642,9 @@ func (r *run) drain(deadline time.Time, cancel <-chan struct{}) error {
 func (r *run) abandon() {
 	r.mu.Lock()
 	if r.abandoned {
+		if !r.listed && r.testListWait != nil {
+			r.testListWait()
+		}
 		for !r.listed { // another drain is making the list
 			r.cond.Wait()
 		}

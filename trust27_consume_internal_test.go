@@ -14,7 +14,28 @@ import (
 
 // Issue 27, inside the consume loop: the record of what a loop holds
 // (what a drain that gives up lists) lets go of every message the loop
-// finishes with, whatever became of it.
+// finishes with, whatever became of it; and a handler that settled its
+// own message is sent no second ack.
+
+// ackRecorder is a host that records every AckBatch call of a loop.
+type ackRecorder struct {
+	*Broker
+	mu    sync.Mutex
+	items []AckItem
+}
+
+func (a *ackRecorder) AckBatch(ctx context.Context, items []AckItem) ([]AckResult, error) {
+	a.mu.Lock()
+	a.items = append(a.items, items...)
+	a.mu.Unlock()
+	return a.Broker.AckBatch(ctx, items)
+}
+
+func (a *ackRecorder) acked() []AckItem {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]AckItem(nil), a.items...)
+}
 
 func openTrust27(t *testing.T) *Broker {
 	t.Helper()
@@ -129,4 +150,120 @@ func TestTrust27_LoopLetsGoOfWhatItFinishes(t *testing.T) {
 			require.Zero(t, heldAfter(t, tc.build(b, ctx, cancel), ctx), "messages the loop finished with are still held")
 		})
 	}
+}
+
+// A handler that settled its own message and then failed is sent no
+// second ack: the loop's only AckBatch items are for the messages the
+// handler left unsettled.
+func TestTrust27_NoSecondAckAfterTheHandlerSettled(t *testing.T) {
+	t.Parallel()
+	for _, onError := range []bool{false, true} {
+		t.Run(fmt.Sprintf("AutoAck(false) or OnError: %v", onError), func(t *testing.T) {
+			t.Parallel()
+			b := openTrust27(t)
+			pushTrust27(t, b, "q", 1, 4)
+			h := &ackRecorder{Broker: b}
+			var mu sync.Mutex
+			var own []string
+			c := newQueueBuilder(h, "q").Batch(4).Each().AutoAck(onError).Limit(4).
+				Consume(context.Background(), func(ctx context.Context, msg *Message) error {
+					if msg.Offset%2 == 0 {
+						if _, err := b.Ack(ctx, msg, true, AckOptions{}); err != nil {
+							return err
+						}
+						mu.Lock()
+						own = append(own, msg.TransactionID)
+						mu.Unlock()
+					}
+					return Reject(errors.New("failed"))
+				})
+			if onError {
+				c.OnError(func(ctx context.Context, msg *Message, err error) error { return err })
+			}
+			require.NoError(t, c.Execute(context.Background()))
+			require.Len(t, own, 2)
+			items := h.acked()
+			for _, it := range items {
+				require.NotContains(t, own, it.TransactionID, "a second ack for a message its handler settled")
+			}
+			require.Len(t, items, 2, "the two messages the handler left unsettled are dead-lettered")
+		})
+	}
+}
+
+// holdingHost holds a loop's first AckBatch call until release is closed;
+// entered is closed once the call is held.
+type holdingHost struct {
+	*Broker
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (h *holdingHost) AckBatch(ctx context.Context, items []AckItem) ([]AckResult, error) {
+	h.once.Do(func() {
+		close(h.entered)
+		<-h.release
+	})
+	return h.Broker.AckBatch(ctx, items)
+}
+
+// Two drains that give up at once (say Stop and the ctx's end, or
+// Close) both return the DrainError: the second one waits for the list
+// the first one is making while an ack it waits for is in flight.
+func TestTrust27_SecondDrainGetsTheFirstOnesList(t *testing.T) {
+	t.Parallel()
+	b := openTrust27(t)
+	pushTrust27(t, b, "q", 1, 3)
+	h := &holdingHost{Broker: b, entered: make(chan struct{}), release: make(chan struct{})}
+	started, abandoned := make(chan struct{}), make(chan struct{})
+	ctx := context.Background()
+	c := newQueueBuilder(h, "q").Autopilot(false).Batch(3).Each().DrainTimeout(time.Millisecond).
+		Consume(ctx, func(ctx context.Context, msg *Message) error {
+			if msg.Offset == 1 {
+				close(started)
+				<-ctx.Done()
+				close(abandoned)
+			}
+			return nil
+		})
+	require.NoError(t, c.Start(ctx))
+	wait := func(ch <-chan struct{}) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatal("timed out")
+		}
+	}
+	wait(h.entered) // message 0's ack is being written
+	wait(started)
+	r := c.run()
+	second := make(chan struct{})
+	r.mu.Lock()
+	r.testListWait = func() { close(second) }
+	r.mu.Unlock()
+
+	errs := make(chan error, 2)
+	go func() { errs <- c.Stop(ctx) }()
+	wait(abandoned) // the first drain gave up and waits for the ack
+	go func() { errs <- c.Stop(ctx) }()
+	wait(second) // the second drain waits for the first one's list
+	close(h.release)
+	var lists [][]int64
+	for range 2 {
+		var err error
+		select {
+		case err = <-errs:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a drain did not return")
+		}
+		var de *DrainError
+		require.ErrorAs(t, err, &de)
+		var offs []int64
+		for _, m := range de.Unsettled {
+			offs = append(offs, m.Offset)
+		}
+		lists = append(lists, offs)
+	}
+	require.Equal(t, [][]int64{{1, 2}, {1, 2}}, lists, "message 0's ack landed")
 }
