@@ -133,6 +133,10 @@ func closeCalls() []closeCall {
 				Partitions: []queen.FetchPartition{{Queue: "fq", Partition: "none", Offset: 0}}})
 			return err
 		}},
+		{name: "DiskUsage", methods: []string{"DiskUsage"}, run: func(ctx context.Context, f *closeFixture) error {
+			_, err := f.b.DiskUsage()
+			return err
+		}},
 		{name: "Positions", methods: []string{"GroupPositions", "SetPosition"}, run: func(ctx context.Context, f *closeFixture) error {
 			m, err := pushPop(ctx, f.b, "posq", "gpos")
 			if err != nil {

@@ -17,8 +17,13 @@ import (
 // read allocated blocks (see diskuse_blocks.go's build constraint), it
 // falls back to the files' sizes. A broker in memory takes 0 bytes. The
 // files are read each call (one stat each, a few dozen files for most
-// stores); a file removed meanwhile (a compaction) is skipped.
+// stores); a file removed meanwhile (a compaction) is skipped. After
+// Close it returns [ErrClosed].
 func (b *Broker) DiskUsage() (int64, error) {
+	if err := b.enter(); err != nil {
+		return 0, err
+	}
+	defer b.leave()
 	if b.opts.InMemory {
 		return 0, nil
 	}
