@@ -2,10 +2,12 @@ package queen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/queenlite/queen/internal/keys"
 	"github.com/queenlite/queen/internal/uuid"
 )
 
@@ -32,7 +34,9 @@ import (
 // end record, so [Restore] refuses a corrupt or truncated file with
 // [ErrCorruptBackup]. Backup holds one read snapshot of Badger for its
 // whole duration (Badger then keeps the versions it reads); it blocks
-// no writer. A since ahead of the store is [ErrInvalidArgument]. ctx
+// no writer. Once written, it rewrites the store's format record
+// unchanged and syncs it, so that the store's versions stay ahead of next
+// across a close or a crash. A since ahead of the store is [ErrInvalidArgument]. ctx
 // cancels it between chunks; what was written to w is then not a valid
 // backup (it has no end record). A running Backup is a call like any
 // other for [Broker.Close], which waits for it up to 10 seconds: cancel
@@ -57,7 +61,41 @@ func (b *Broker) Backup(ctx context.Context, w io.Writer, since uint64) (next ui
 	if err := writeSnapshot(ctx, txn, w, since); err != nil {
 		return 0, err
 	}
+	if err := keepVersionsAhead(b.db); err != nil {
+		return 0, storageErr("backup", err)
+	}
 	return next, nil
+}
+
+// keepVersionsAhead writes the format record again, unchanged, and syncs
+// it: a write after the snapshot, of a version above next, that outlives
+// a close and a crash. Without it, a store whose last commits before the
+// snapshot only deleted (or were not synced yet) reopens with its latest
+// version below next, Badger keeping no entry of theirs, and gives its
+// next commits versions a later increment since next takes for its base's
+// (TestBackup_IncrementAfterAReopenThatFollowedADeleteOnlyCommit).
+func keepVersionsAhead(db *badger.DB) error {
+	var err error
+	for range 3 { // the format record is written only at open: a conflict is rare
+		err = db.Update(func(txn *badger.Txn) error {
+			item, err := txn.Get(keys.FormatKey())
+			if err != nil {
+				return err
+			}
+			v, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			return txn.Set(keys.FormatKey(), v)
+		})
+		if !errors.Is(err, badger.ErrConflict) {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return db.Sync()
 }
 
 // writeSnapshot writes what txn sees as a backup file (see backupfile.go).
