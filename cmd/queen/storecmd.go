@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -242,7 +243,10 @@ func (x *ctl) restore(args []string) error {
 		defer f.Close()
 		readers[i] = f
 	}
-	if err := queen.Restore(x.ctx, *dir, nil, readers...); err != nil { // payloads are copied as stored: no key needed
+	// Payloads are copied as stored: no key needed. The log says what a
+	// killed earlier restore left and this one removed.
+	opts := &queen.Options{Logger: slog.New(slog.NewTextHandler(x.stderr, nil))}
+	if err := queen.Restore(x.ctx, *dir, opts, readers...); err != nil {
 		return err
 	}
 	if x.json {
