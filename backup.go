@@ -2,7 +2,6 @@ package queen
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -61,8 +60,8 @@ func (b *Broker) Backup(ctx context.Context, w io.Writer, since uint64) (next ui
 	if err := writeSnapshot(ctx, txn, w, since); err != nil {
 		return 0, err
 	}
-	if err := keepVersionsAhead(b.db); err != nil {
-		return 0, storageErr("backup", err)
+	if err := b.keepVersionsAhead(ctx); err != nil {
+		return 0, err
 	}
 	return next, nil
 }
@@ -73,29 +72,33 @@ func (b *Broker) Backup(ctx context.Context, w io.Writer, since uint64) (next ui
 // snapshot only deleted (or were not synced yet) reopens with its latest
 // version below next, Badger keeping no entry of theirs, and gives its
 // next commits versions a later increment since next takes for its base's
-// (TestBackup_IncrementAfterAReopenThatFollowedADeleteOnlyCommit).
-func keepVersionsAhead(db *badger.DB) error {
-	var err error
-	for range 3 { // the format record is written only at open: a conflict is rare
-		err = db.Update(func(txn *badger.Txn) error {
-			item, err := txn.Get(keys.FormatKey())
-			if err != nil {
-				return err
-			}
-			v, err := item.ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			return txn.Set(keys.FormatKey(), v)
-		})
-		if !errors.Is(err, badger.ErrConflict) {
-			break
+// (TestBackup_IncrementAfterAReopenThatFollowedADeleteOnlyCommit). The
+// write goes through the writer, in order with the prefix drops of a
+// queue deletion (which block Badger's other writes while they run), and
+// a broker closing meanwhile answers ErrClosed.
+func (b *Broker) keepVersionsAhead(ctx context.Context) error {
+	var v []byte
+	err := b.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(keys.FormatKey())
+		if err != nil {
+			return err
 		}
-	}
-	if err != nil {
+		v, err = item.ValueCopy(nil)
 		return err
+	})
+	if err != nil {
+		return storageErr("backup", err)
 	}
-	return db.Sync()
+	if err := b.submitWait(context.WithoutCancel(ctx), []op{{key: keys.FormatKey(), val: v}}); err != nil {
+		return storageErr("backup", err)
+	}
+	if err := b.db.Sync(); err != nil {
+		if cerr := b.closedErr(); cerr != nil {
+			return cerr
+		}
+		return storageErr("backup", err)
+	}
+	return nil
 }
 
 // writeSnapshot writes what txn sees as a backup file (see backupfile.go).
