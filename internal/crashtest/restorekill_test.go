@@ -12,12 +12,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/queenlite/queen"
+	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -117,24 +117,6 @@ func sizeOf(dir string) int64 {
 	return n
 }
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestCrash_KilledRestoreIsCleared (issue 27, defect 3): a restore killed
 // with SIGKILL midway leaves its temporary directory beside the target;
 // the next restore into the target (in another child) removes it; a
@@ -186,7 +168,7 @@ func TestCrash_KilledRestoreIsCleared(t *testing.T) {
 		runningDir = d
 	}
 	// A restore beside a running one leaves the running one's directory.
-	var logs syncBuffer
+	var logs itest.LogBuffer
 	opts := &queen.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	require.NoError(t, queen.Restore(ctx, dir, opts, bytes.NewReader(backup.Bytes())))
 	require.DirExists(t, runningDir, "the running restore's directory was removed")
