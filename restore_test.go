@@ -87,6 +87,8 @@ func TestRestore_Chain(t *testing.T) {
 		"out of order":               {full, inc2, inc1},
 		"a gap":                      {full, inc2},
 		"a full backup as increment": {full, full},
+		"an increment twice":         {full, inc1, inc1},       // since behind the chain's next
+		"an older increment last":    {full, inc1, inc2, inc1}, // since far behind
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "store")
