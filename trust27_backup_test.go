@@ -75,12 +75,17 @@ func TestRestore_ClearsWhatAKilledRestoreLeft(t *testing.T) {
 	dead1, dead2 := deadRestore(t, dir), deadRestore(t, dir)
 	other := deadRestore(t, filepath.Join(filepath.Dir(dir), "other")) // another target's: not ours to judge
 	require.Len(t, restoreLeftovers(t, dir), 2)
+	// A directory of the user's that merely starts like a restore's
+	// (MkdirTemp's suffix is digits only) is not a restore's to remove.
+	mine := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".restore-notes")
+	require.NoError(t, os.Mkdir(mine, 0o700))
 
 	var logs lockedBuffer
 	opts := &queen.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	require.NoError(t, queen.Restore(bg, dir, opts, readers(full, inc1)...))
-	require.Empty(t, restoreLeftovers(t, dir), "the restore left what the killed ones left")
+	require.Equal(t, []string{mine}, restoreLeftovers(t, dir), "the restore removed what the killed ones left, and only that")
 	require.DirExists(t, other)
+	require.DirExists(t, mine, "a user's look-alike directory is left alone")
 	for _, d := range []string{dead1, dead2} {
 		require.Contains(t, logs.String(), filepath.Base(d), "the log names each leftover it removed")
 	}
