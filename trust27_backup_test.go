@@ -21,24 +21,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// lockedBuffer is a log sink the restore may write from any goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // deadRestore leaves beside dir what a restore killed with SIGKILL leaves:
 // its hidden temporary directory, holding a half-built Badger database and
 // Badger's LOCK file (the kernel let go of the lock, the file stays).
@@ -80,7 +62,7 @@ func TestRestore_ClearsWhatAKilledRestoreLeft(t *testing.T) {
 	mine := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".restore-notes")
 	require.NoError(t, os.Mkdir(mine, 0o700))
 
-	var logs lockedBuffer
+	var logs itest.LogBuffer
 	opts := &queen.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	require.NoError(t, queen.Restore(bg, dir, opts, readers(full, inc1)...))
 	require.Equal(t, []string{mine}, restoreLeftovers(t, dir), "the restore removed what the killed ones left, and only that")
@@ -144,7 +126,7 @@ func TestRestore_LeavesARunningRestoreAlone(t *testing.T) {
 	running := restoreLeftovers(t, dir)
 	require.Len(t, running, 1)
 
-	var logs lockedBuffer
+	var logs itest.LogBuffer
 	require.NoError(t, queen.Restore(bg, dir, &queen.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, readers(full)...))
 	require.DirExists(t, running[0], "a running restore's directory was removed")
 	require.Contains(t, logs.String(), "in use", "the log says why it was left")
