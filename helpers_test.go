@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/queenlite/queen"
+	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -94,4 +95,15 @@ func attemptsOf(msgs []*queen.Message) []int {
 		out[i] = m.DeliveryAttempt
 	}
 	return out
+}
+
+// skipUnderRace skips a test that moves hundreds of MiB on one goroutine
+// when the race detector is on: it finds nothing there and makes the test
+// take minutes on a loaded machine. The suites CI runs without -race (the
+// shifted-epoch runs of CONTRIBUTING.md) run it.
+func skipUnderRace(t *testing.T) {
+	t.Helper()
+	if itest.RaceEnabled {
+		t.Skip("one goroutine moving hundreds of MiB: run without -race")
+	}
 }

@@ -190,6 +190,7 @@ func TestLimits_16MiBPayload(t *testing.T) {
 	if testing.Short() {
 		t.Skip("moves a few hundred MiB")
 	}
+	skipUnderRace(t)
 	dir := t.TempDir()
 	func() {
 		b := itest.OpenDir(t, dir, &queen.Options{Durability: queen.SyncNever})
