@@ -40,7 +40,7 @@ func TestWriter_RefusedValueFailsOnlyItsCaller(t *testing.T) {
 	b.mu.Lock()
 	meta := b.queues["other"].meta()
 	b.mu.Unlock()
-	write := &writeReq{ops: []op{{key: keys.QueueKey("other"), val: meta}}, done: make(chan error, 1)}
+	write := &writeReq{ops: []command{setKey{keys.QueueKey("other"), meta}}, done: make(chan error, 1)}
 
 	// All three in one batch: queued together, then the writer woken.
 	b.w.mu.Lock()
