@@ -316,7 +316,7 @@ type ackTarget struct {
 // applyAcks applies items in memory and returns the writes that make them
 // durable. Under b.mu. With all, the first refused item aborts everything
 // and nothing changes (transactions).
-func (b *Broker) applyAcks(items []AckItem, now int64, all bool) ([]AckResult, []op, error) {
+func (b *Broker) applyAcks(items []AckItem, now int64, all bool) ([]AckResult, []command, error) {
 	results := make([]AckResult, len(items))
 	var targets []ackTarget
 	var seen map[flightRef]int // first item naming each delivered message
@@ -365,7 +365,7 @@ func (b *Broker) applyAcks(items []AckItem, now int64, all bool) ([]AckResult, [
 		}
 		return targets[i].fi < targets[j].fi
 	})
-	var ops []op
+	var ops []command
 	for lo := 0; lo < len(targets); {
 		hi := lo + 1
 		for hi < len(targets) && targets[hi].c == targets[lo].c {
@@ -478,7 +478,7 @@ func (fl *inflight) find(txid string) int {
 }
 
 // settle applies the acks of one cursor, sorted by offset. Under b.mu.
-func (b *Broker) settle(ts []ackTarget, items []AckItem, results []AckResult, now int64, ops []op) ([]op, error) {
+func (b *Broker) settle(ts []ackTarget, items []AckItem, results []AckResult, now int64, ops []command) ([]command, error) {
 	c := ts[0].c
 	fl := c.fl
 	q := c.p.q
@@ -581,7 +581,7 @@ func (b *Broker) settle(ts []ackTarget, items []AckItem, results []AckResult, no
 		ops = append(ops, lops...)
 	}
 	if moved || comeback || settledNow > 0 {
-		ops = append(ops, c.saveOp())
+		ops = append(ops, c.save())
 	}
 	if released {
 		b.check(c, now)

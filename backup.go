@@ -89,7 +89,7 @@ func (b *Broker) keepVersionsAhead(ctx context.Context) error {
 	if err != nil {
 		return storageErr("backup", err)
 	}
-	if err := b.submitWait(context.WithoutCancel(ctx), []op{{key: keys.FormatKey(), val: v}}); err != nil {
+	if err := b.submitWait(context.WithoutCancel(ctx), []command{setKey{keys.FormatKey(), v}}); err != nil {
 		return storageErr("backup", err)
 	}
 	if err := b.db.Sync(); err != nil {

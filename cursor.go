@@ -3,7 +3,6 @@ package queen
 import (
 	"encoding/json"
 
-	"github.com/queenlite/queen/internal/keys"
 	"github.com/queenlite/queen/internal/record"
 )
 
@@ -97,9 +96,11 @@ func (c *cursor) durable() record.Cursor {
 	return record.Cursor{Offset: c.offset, Retries: c.retries, Consumed: c.consumed, LastAckAt: c.lastAckAt}
 }
 
-func (c *cursor) saveOp() op {
+// save marks c stored (see arrivalCursors) and returns the write that
+// stores it as it is now. Under b.mu, submitted in the same hold of it.
+func (c *cursor) save() putCursor {
 	c.stored = true
-	return op{key: keys.CursorKey(c.p.pid, c.g.name), val: record.AppendCursor(nil, c.durable())}
+	return cursorWrite(c)
 }
 
 // attempts counts deliveries of the offsets a cursor has handed out but not
@@ -376,9 +377,9 @@ func (b *Broker) startOffset(g *group, p *partition) int64 {
 // and a group that may find messages there looks for them as it pops
 // (see discover). A group joining a queue of many partitions in mode
 // "all" or "new" thus costs nothing per partition.
-func (b *Broker) place(g *group, early bool, now int64) []op {
+func (b *Broker) place(g *group, early bool, now int64) []command {
 	g.scan, g.mark = 0, 0
-	var ops []op
+	var ops []command
 	switch g.mode {
 	case SubscriptionModeNew:
 		if !early {
@@ -392,7 +393,7 @@ func (b *Broker) place(g *group, early bool, now int64) []op {
 			}
 			if off := b.startOffset(g, p); off != p.first {
 				c := b.install(g, p, off)
-				ops = append(ops, c.saveOp())
+				ops = append(ops, c.save())
 				b.check(c, now)
 			}
 		}
@@ -426,10 +427,11 @@ func (b *Broker) discover(g *group, want int, now int64) {
 // that stands at the end of p, where it stood when it joined (see
 // startIn), with a cursor made for it if it has none: once the messages
 // are in, the end has moved, and only a stored cursor tells a restart
-// where the group started. Under b.mu, before the push's offsets are
-// published; the cursors written are noted in r (see pushReq.arrived).
-func (b *Broker) arrivalCursors(p *partition, r *pushReq) []op {
-	var ops []op
+// where the group started. Under b.mu, on the writer goroutine, before the
+// push's offsets are published; the cursors written are noted in r (see
+// pushReq.arrived).
+func (b *Broker) arrivalCursors(p *partition, r *pushReq) []command {
+	var ops []command
 	for _, g := range p.q.slots {
 		if g == nil || g.mode != SubscriptionModeNew || p.pid >= g.mark {
 			continue
@@ -440,7 +442,7 @@ func (b *Broker) arrivalCursors(p *partition, r *pushReq) []op {
 		} else if c.stored {
 			continue
 		}
-		ops = append(ops, c.saveOp())
+		ops = append(ops, storeArrivalCursor{putCursor: c.save(), g: g, w: b.w})
 		r.arrived = append(r.arrived, c)
 	}
 	return ops

@@ -126,9 +126,9 @@ var errCorruptLetter = errors.New("queen: corrupt dead-letter record")
 
 // letterOps builds the writes that move messages of c's partition to the
 // dead-letter or parked store. Under b.mu (it reads the messages).
-func (b *Broker) letterOps(c *cursor, specs []letterSpec, now int64) ([]op, error) {
+func (b *Broker) letterOps(c *cursor, specs []letterSpec, now int64) ([]command, error) {
 	p := c.p
-	ops := make([]op, 0, len(specs))
+	ops := make([]command, 0, len(specs))
 	var dead, parked int
 	err := b.db.View(func(txn *badger.Txn) error {
 		for _, s := range specs {
@@ -149,7 +149,7 @@ func (b *Broker) letterOps(c *cursor, specs []letterSpec, now int64) ([]op, erro
 			if len(lr.Error) > maxLetterError {
 				lr.Error = lr.Error[:maxLetterError]
 			}
-			ops = append(ops, op{key: keys.IDKey(s.kind, uuid.NewV4()), val: encodeLetter(&lr)})
+			ops = append(ops, setKey{keys.IDKey(s.kind, uuid.NewV4()), encodeLetter(&lr)})
 			if s.kind == keys.DeadLetter {
 				dead++
 			} else {
@@ -315,7 +315,7 @@ func (b *Broker) deleteLetter(ctx context.Context, kind byte, id string) error {
 	} else {
 		q.parkedCount--
 	}
-	done := b.w.submit([]op{{key: keys.IDKey(kind, u), del: true}})
+	done := b.w.submit([]command{deleteKey{keys.IDKey(kind, u)}})
 	b.mu.Unlock()
 	// Not cut short by ctx: the next delete under delMu must see this one.
 	return <-done

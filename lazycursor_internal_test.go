@@ -216,7 +216,7 @@ func TestCursor_RolledBackWriteStoresArrivalCursorsAgain(t *testing.T) {
 	// The writer is idle: write a batch by hand that fails after the push
 	// was applied, then the push alone, as commit does.
 	pr := &pushReq{items: []PushItem{{Queue: "q", Partition: "p", TransactionID: "x", Payload: json.RawMessage(`2`)}}, results: make([]PushResult, 1)}
-	bad := &writeReq{ops: []op{{key: nil, val: []byte("x")}}} // Badger refuses an empty key
+	bad := &writeReq{ops: []command{setKey{nil, []byte("x")}}} // Badger refuses an empty key
 	_, err = b.w.write([]*writeReq{{push: pr}, bad}, map[*partition]int64{})
 	require.Error(t, err)
 	touched := map[*partition]int64{}

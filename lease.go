@@ -480,7 +480,7 @@ func (b *Broker) popOnce(ctx context.Context, req *PopRequest, ps *popState) (*P
 // pop found no queue, or the queue was deleted and created again while
 // this pop waited) starts at the queue's first message even in mode
 // "new": everything the queue holds was pushed after that pop.
-func (b *Broker) join(q *queue, req *PopRequest, now int64, recreated bool) (*group, []op, *Event, error) {
+func (b *Broker) join(q *queue, req *PopRequest, now int64, recreated bool) (*group, []command, *Event, error) {
 	name := groupName(req.Group)
 	if g := q.groups[name]; g != nil {
 		if g.conflation && req.CommitOnDelivery {
@@ -547,7 +547,7 @@ func (b *Broker) reportJoin(e Event) {
 // addGroup installs g on q at its start point (see place) and returns the
 // writes that make it durable. An early group in mode "new" starts at
 // every partition's first message.
-func (b *Broker) addGroup(q *queue, g *group, early bool) []op {
+func (b *Broker) addGroup(q *queue, g *group, early bool) []command {
 	g.slot = len(q.slots)
 	for i, s := range q.slots {
 		if s == nil {
@@ -562,7 +562,7 @@ func (b *Broker) addGroup(q *queue, g *group, early bool) []op {
 	}
 	q.groups[g.name] = g
 	ops := b.place(g, early, b.now())
-	ops = append(ops, op{key: keys.GroupKey(q.name, g.name), val: g.meta()})
+	ops = append(ops, setKey{keys.GroupKey(q.name, g.name), g.meta()})
 	switch {
 	case len(q.groups) == 1 && g.mark > 0:
 		// The first group, at the end of every partition: nothing is
@@ -708,7 +708,7 @@ func (b *Broker) deliver(ctx context.Context, g *group, l *lease, claims []claim
 	}
 
 	b.mu.Lock()
-	var ops []op
+	var ops []command
 	for i := range claims {
 		cl := &claims[i]
 		c := cl.c
@@ -734,7 +734,7 @@ func (b *Broker) deliver(ctx context.Context, g *group, l *lease, claims []claim
 				// cursor steps over those offsets.
 				c.offset = cl.fl.end
 				b.repend(c.p)
-				ops = append(ops, c.saveOp())
+				ops = append(ops, c.save())
 			}
 			cl.msgs = nil
 			b.release(c)
@@ -744,7 +744,7 @@ func (b *Broker) deliver(ctx context.Context, g *group, l *lease, claims []claim
 		if cl.skipTo > c.offset {
 			c.offset = cl.skipTo
 			b.repend(c.p)
-			ops = append(ops, c.saveOp())
+			ops = append(ops, c.save())
 		}
 		if c.att == nil {
 			c.att = &attempts{}
@@ -765,7 +765,7 @@ func (b *Broker) deliver(ctx context.Context, g *group, l *lease, claims []claim
 			if c.att.end <= c.offset {
 				c.att = nil // no count above the cursor to keep
 			}
-			ops = append(ops, c.saveOp())
+			ops = append(ops, c.save())
 			b.check(c, now)
 		} else {
 			b.timers.schedule(c, l.expires)

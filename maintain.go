@@ -173,20 +173,20 @@ func (b *Broker) retain(ctx context.Context, p *partition, cutoff int64, kind re
 			b.mu.Unlock()
 			return nil
 		}
-		ops := make([]op, 0, 2*len(offs)+2)
 		gone := make(map[string]bool, len(txids))
-		for _, tx := range txids {
-			gone[tx] = true
-		}
-		ops = append(ops, op{traces: &traceDrop{pid: p.pid, txids: gone}})
+		dels := make([][]byte, 0, 2*len(offs))
 		for i, off := range offs {
-			ops = append(ops, op{key: keys.MessageKey(p.pid, off), del: true}, op{key: keys.TxIDKey(p.pid, txids[i]), del: true})
+			gone[txids[i]] = true
+			dels = append(dels, keys.MessageKey(p.pid, off), keys.TxIDKey(p.pid, txids[i]))
 		}
+		ops := make([]command, 0, len(dels)/deleteRun+3)
+		ops = append(ops, dropTraces{pid: p.pid, txids: gone})
+		ops = appendDeletes(ops, dels)
 		p.trimHoles(last + 1) // deleted ones passed over
 		p.first = last + 1
 		p.q.count -= int64(len(offs))
 		b.repend(p)
-		ops = append(ops, op{key: keys.PartitionKey(p.pid), val: p.meta()})
+		ops = append(ops, setKey{keys.PartitionKey(p.pid), p.meta()})
 		done := b.w.submit(ops)
 		b.mu.Unlock()
 		if err := waitCtx(ctx, done); err != nil {
@@ -209,7 +209,7 @@ func (b *Broker) evict(ctx context.Context, p *partition, cutoff int64) error {
 		return nil
 	}
 	now := b.now()
-	var ops []op
+	var ops []command
 	evicted := 0
 	for _, g := range p.q.slots {
 		if g == nil {
@@ -251,7 +251,7 @@ func (b *Broker) evict(ctx context.Context, p *partition, cutoff int64) error {
 		b.repend(p)
 		g := c.g
 		g.removeReady(c)
-		ops = append(ops, c.saveOp())
+		ops = append(ops, c.save())
 		b.check(c, now)
 	}
 	if len(ops) == 0 {

@@ -35,7 +35,7 @@ func (b *Broker) SetMaintenanceMode(ctx context.Context, on bool) error {
 			}
 		}
 	}
-	done := b.w.submit([]op{settingOp(settingMaintenance, on)})
+	done := b.w.submit([]command{settingOp(settingMaintenance, on)})
 	b.mu.Unlock()
 	return waitCtx(ctx, done)
 }

@@ -481,8 +481,8 @@ func (b *Broker) DeleteMessage(ctx context.Context, partitionID, transactionID s
 	if err != nil {
 		return err
 	}
-	ops := []op{{key: keys.MessageKey(ps.pid, off), del: true}, {key: keys.TxIDKey(ps.pid, transactionID), del: true},
-		{traces: &traceDrop{pid: ps.pid, txids: map[string]bool{transactionID: true}}}}
+	ops := []command{deleteKey{keys.MessageKey(ps.pid, off)}, deleteKey{keys.TxIDKey(ps.pid, transactionID)},
+		dropTraces{pid: ps.pid, txids: map[string]bool{transactionID: true}}}
 	nDead, nParked := 0, 0
 	exists := false
 	err = b.db.View(func(txn *badger.Txn) error {
@@ -502,7 +502,7 @@ func (b *Broker) DeleteMessage(ctx context.Context, partitionID, transactionID s
 	// Every entry of either store that refers to this message goes.
 	if hit := letters[letterKey{ps.pid, off}]; hit != nil {
 		for _, k := range hit.keys {
-			ops = append(ops, op{key: k, del: true})
+			ops = append(ops, deleteKey{k})
 			if k[0] == keys.DeadLetter {
 				nDead++
 			} else {
@@ -521,7 +521,7 @@ func (b *Broker) DeleteMessage(ctx context.Context, partitionID, transactionID s
 	}
 	p.q.count--
 	b.repend(p)
-	ops = append(ops, op{key: keys.PartitionKey(p.pid), val: p.meta()})
+	ops = append(ops, setKey{keys.PartitionKey(p.pid), p.meta()})
 	p.q.dlqCount -= int64(nDead)
 	p.q.parkedCount -= int64(nParked)
 	done := b.w.submit(ops)

@@ -235,10 +235,10 @@ func (b *Broker) resolvePosition(pos *Position) (*queue, *partition, error) {
 // applyPosition sets a position resolved by resolvePosition and returns
 // the writes that make it durable and the join event of a group it made.
 // Under b.mu.
-func (b *Broker) applyPosition(pos *Position, q *queue, p *partition, now int64) ([]op, *Event) {
+func (b *Broker) applyPosition(pos *Position, q *queue, p *partition, now int64) ([]command, *Event) {
 	name := groupName(pos.Group)
 	g := q.groups[name]
-	var ops []op
+	var ops []command
 	var joinEv *Event
 	if g == nil {
 		if p == nil {
@@ -265,11 +265,11 @@ func (b *Broker) applyPosition(pos *Position, q *queue, p *partition, now int64)
 	}
 	c.retries, c.notBefore, c.held = 0, 0, false
 	b.repend(p)
-	ops = append(ops, c.saveOp())
+	ops = append(ops, c.save())
 	if pos.Metadata == "" {
-		ops = append(ops, op{key: keys.PositionKey(p.pid, name), del: true})
+		ops = append(ops, deleteKey{keys.PositionKey(p.pid, name)})
 	} else {
-		ops = append(ops, op{key: keys.PositionKey(p.pid, name), val: []byte(pos.Metadata)})
+		ops = append(ops, setKey{keys.PositionKey(p.pid, name), []byte(pos.Metadata)})
 	}
 	b.check(c, now)
 	return ops, joinEv

@@ -242,12 +242,12 @@ func (b *Broker) ConfigureQueue(ctx context.Context, name string, cfg QueueConfi
 	if cfg.DelayedProcessing < old.DelayedProcessing || cfg.WindowBuffer < old.WindowBuffer {
 		b.shortenHolds(q, (old.DelayedProcessing - cfg.DelayedProcessing).Microseconds())
 	}
-	ops := []op{{key: keys.QueueKey(name), val: q.meta(), queueID: q.id.String()}}
+	ops := []command{setQueueIfStill{keys.QueueKey(name), q.meta(), q.id.String()}}
 	q.persisted = true
 	p, created := b.partitionFor(q, DefaultPartition)
 	if created {
 		p.persisted = true
-		ops = append(ops, op{key: keys.PartitionKey(p.pid), val: p.meta()})
+		ops = append(ops, setKey{keys.PartitionKey(p.pid), p.meta()})
 	}
 	info := q.info()
 	done := b.w.submit(ops)

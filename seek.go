@@ -83,7 +83,7 @@ func (b *Broker) seek(ctx context.Context, group, queueName, partName string, op
 		return nil, ErrGroupNotFound
 	}
 	now := b.now()
-	var ops []op
+	var ops []command
 	for _, p := range parts {
 		c := b.cursorFor(g, p)
 		b.dropLease(c)
@@ -95,7 +95,7 @@ func (b *Broker) seek(ctx context.Context, group, queueName, partName string, op
 		}
 		c.retries, c.notBefore, c.held = 0, 0, false
 		b.repend(p)
-		ops = append(ops, c.saveOp())
+		ops = append(ops, c.save())
 		b.check(c, now)
 		res.PartitionsUpdated++
 		res.CursorMovedTo = c.offset

@@ -27,10 +27,10 @@ func (b *Broker) loadSettings(txn *badger.Txn) error {
 }
 
 // settingOp is the write that stores a boolean setting.
-func settingOp(name string, on bool) op {
+func settingOp(name string, on bool) setKey {
 	v := byte(0)
 	if on {
 		v = 1
 	}
-	return op{key: keys.SettingKey(name), val: []byte{v}}
+	return setKey{keys.SettingKey(name), []byte{v}}
 }

@@ -282,7 +282,7 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 		return 0, err
 	}
 	now := b.now()
-	var ops []op
+	var ops []command
 	n := 0
 	found := false
 	if deleteMetadata {
@@ -312,17 +312,17 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 			}
 			b.dropLease(c)
 			g.removeReady(c)
-			ops = append(ops, op{key: keys.PositionKey(p.pid, name), del: true}) // a position's metadata goes with it
+			ops = append(ops, deleteKey{keys.PositionKey(p.pid, name)}) // a position's metadata goes with it
 			if deleteMetadata {
-				ops = append(ops, op{key: keys.CursorKey(p.pid, name), del: true, unowned: true})
+				ops = append(ops, b.w.dropGroupCursor(keys.CursorKey(p.pid, name), g))
 				(*p.cursors)[g.slot] = nil
 				continue
 			}
 			*c = cursor{p: p, g: g, offset: b.startOffset(g, p)}
 			if c.offset != p.first {
-				ops = append(ops, c.saveOp())
+				ops = append(ops, c.save())
 			} else {
-				ops = append(ops, op{key: keys.CursorKey(p.pid, name), del: true})
+				ops = append(ops, deleteKey{keys.CursorKey(p.pid, name)})
 			}
 			b.check(c, now)
 		}
@@ -331,10 +331,10 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 			q.slots[g.slot] = nil
 			delete(q.groups, name)
 			g.wakeAll()
-			ops = append(ops, op{key: keys.GroupKey(q.name, name), del: true})
+			ops = append(ops, deleteKey{keys.GroupKey(q.name, name)})
 		} else {
 			ops = append(ops, b.place(g, false, now)...) // where it has no cursor
-			ops = append(ops, op{key: keys.GroupKey(q.name, name), val: g.meta()})
+			ops = append(ops, setKey{keys.GroupKey(q.name, name), g.meta()})
 		}
 		for _, p := range q.parts {
 			b.repend(p)
@@ -385,7 +385,7 @@ func (b *Broker) SetGroupSubscription(ctx context.Context, group string, from ti
 		return 0, err
 	}
 	now := b.now()
-	var ops []op
+	var ops []command
 	n := 0
 	found := false
 	for _, q := range b.queues {
@@ -397,7 +397,7 @@ func (b *Broker) SetGroupSubscription(ctx context.Context, group string, from ti
 		g.mode, g.from = modeFrom, from.UnixMicro()
 		g.scan = 0 // where it stands without a cursor may hold messages now
 		g.waiters.wakeAll()
-		ops = append(ops, op{key: keys.GroupKey(q.name, name), val: g.meta()})
+		ops = append(ops, setKey{keys.GroupKey(q.name, name), g.meta()})
 		for _, p := range q.order {
 			c := p.cursorOf(g)
 			if c == nil {
@@ -405,7 +405,7 @@ func (b *Broker) SetGroupSubscription(ctx context.Context, group string, from ti
 				// message it may stay without a cursor (see cursorOf).
 				if off := b.startOffset(g, p); off != p.first {
 					c = b.install(g, p, off)
-					ops = append(ops, c.saveOp())
+					ops = append(ops, c.save())
 					b.check(c, now)
 				} else {
 					b.repend(p) // it stood at p's end in mode "new"
@@ -417,14 +417,14 @@ func (b *Broker) SetGroupSubscription(ctx context.Context, group string, from ti
 				b.expireLease(c.fl.lease, now)
 			}
 			if c.consumed > 0 || c.fl != nil {
-				ops = append(ops, c.saveOp()) // kept, also across a restart
+				ops = append(ops, c.save()) // kept, also across a restart
 				continue
 			}
 			g.removeReady(c)
 			c.offset = b.firstOffsetAtOrAfter(p, g.from)
 			c.retries, c.notBefore, c.held = 0, 0, false // as a seek: the hold was the old position's
 			b.repend(p)
-			ops = append(ops, c.saveOp())
+			ops = append(ops, c.save())
 			b.check(c, now)
 			n++
 		}

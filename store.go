@@ -1,7 +1,6 @@
 package queen
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -17,46 +16,13 @@ import (
 	"github.com/queenlite/queen/internal/uuid"
 )
 
-// This file is the only place that writes to Badger. Every write of the
-// broker goes through one goroutine, the writer, which gathers what
-// concurrent callers submitted into one transaction and one fsync (group
-// commit). Because the writer is the only writer, offsets are assigned in
-// commit order and transactions never conflict.
-
-// op is one key write or delete.
-type op struct {
-	key, val []byte
-	del      bool
-	// queueID, on a write of a queue's metadata made before the writer
-	// applies it (a delete by DeleteQueue, a set by ConfigureQueue), limits
-	// it to the queue of that id: a delete applies only if the stored
-	// metadata is that queue's, a set only if it is that queue's or absent.
-	// A push creates a queue in memory as the writer applies it, so a
-	// queue of the same name re-created by a push racing DeleteQueue can
-	// have its metadata written before such a write, which must then leave
-	// it alone.
-	queueID string
-	// unowned, on the delete of a cursor record, makes it a write of the
-	// cursor that a group of that name holds, stored, in the partition
-	// when the writer applies it: a group joined again under the name,
-	// whose cursor a push applied before this delete stored (see
-	// arrivalCursors). Writes of the old group's cursor queued between the
-	// push and the delete overwrote that; the cursor as it is now replaces
-	// them (a later change of it has its own write queued after).
-	unowned bool
-	// traces, when set, deletes the stored traces of the partition's
-	// messages with these transactionIds, as the writer applies it: a
-	// trace written by an earlier request is seen, so none is left behind
-	// by a delete racing RecordTrace (which refuses a message once gone
-	// from memory, and submits its write before that).
-	traces *traceDrop
-}
-
-// traceDrop names the messages whose traces an op deletes.
-type traceDrop struct {
-	pid   uint64
-	txids map[string]bool
-}
+// This file and commands.go are the only places that write to Badger.
+// Every write of the broker goes through one goroutine, the writer, which
+// gathers what concurrent callers submitted into one transaction and one
+// fsync (group commit). Because the writer is the only writer, offsets are
+// assigned in commit order and transactions never conflict. Callers submit
+// commands (see command), which the writer applies in the order they were
+// submitted.
 
 // pushReq is a push waiting for the writer.
 type pushReq struct {
@@ -92,8 +58,10 @@ type sizeSample struct {
 // this is a failure the checks could not foresee).
 var errTxnPushRefused = errors.New("queen: push of a transaction refused")
 
+// writeReq is a request waiting for the writer: commands, a push (ops
+// first), or prefixes to drop.
 type writeReq struct {
-	ops  []op
+	ops  []command
 	push *pushReq
 	drop [][]byte // prefixes to drop with Badger's DropPrefix, alone
 	done chan error
@@ -255,6 +223,14 @@ type writer struct {
 	syncs      atomic.Int64
 	beforeSync atomic.Pointer[func()]
 	closeErr   error
+
+	// holds are the deletes of deleted groups' cursors waiting to be
+	// applied, by key (see cursorHold); under mu. applied and undo are the
+	// writer goroutine's own, for the write in progress: the holds it
+	// applied and what it noted in them (see settleHolds).
+	holds   map[string][]*cursorHold
+	applied []*cursorHold
+	undo    []holdUndo
 }
 
 func newWriter(b *Broker) *writer {
@@ -265,7 +241,7 @@ func newWriter(b *Broker) *writer {
 // submit queues ops for the next commit and returns the channel that
 // reports it. Callers hold b.mu so that writes reach disk in the order
 // their effects were applied in memory.
-func (w *writer) submit(ops []op) <-chan error {
+func (w *writer) submit(ops []command) <-chan error {
 	done := make(chan error, 1)
 	w.enqueue(&writeReq{ops: ops, done: done})
 	return done
@@ -277,20 +253,10 @@ func (w *writer) submit(ops []op) <-chan error {
 // dead letters and parked copies an ack creates are fsynced: they are new
 // records, and the message they copy may be deleted by retention once the
 // cursor passed it).
-func (w *writer) submitState(ops []op) <-chan error {
+func (w *writer) submitState(ops []command) <-chan error {
 	done := make(chan error, 1)
 	w.enqueue(&writeReq{ops: ops, done: done, state: cursorsOnly(ops)})
 	return done
-}
-
-// cursorsOnly reports whether ops only set cursor records.
-func cursorsOnly(ops []op) bool {
-	for _, o := range ops {
-		if o.del || o.traces != nil || len(o.key) == 0 || o.key[0] != keys.Cursor {
-			return false
-		}
-	}
-	return true
 }
 
 func (w *writer) submitPush(r *pushReq) { w.enqueue(&writeReq{push: r, done: r.done}) }
@@ -378,13 +344,9 @@ func (r *writeReq) estimate(threshold int) (bytes, ops int) {
 		}
 		ops = 2*len(r.push.items) + 4
 	}
-	ops += len(r.ops)
-	for _, o := range r.ops {
-		v := len(o.val)
-		if v >= threshold {
-			v = 16
-		}
-		bytes += len(o.key) + v + 20
+	for _, c := range r.ops {
+		b, n := c.cost(threshold)
+		bytes, ops = bytes+b, ops+n
 	}
 	return bytes, ops
 }
@@ -428,9 +390,10 @@ func (w *writer) write(batch []*writeReq, touched map[*partition]int64) (int64, 
 
 	txn := b.db.NewTransaction(true)
 	defer txn.Discard()
+	committed := false
 	err := func() error {
 		for _, r := range batch {
-			if err := applyOps(txn, b.ownedCursors(r.ops)); err != nil {
+			if err := applyAll(txn, r.ops); err != nil {
 				return err
 			}
 			if r.push != nil {
@@ -442,9 +405,11 @@ func (w *writer) write(batch []*writeReq, touched map[*partition]int64) (int64, 
 		if err := txn.Commit(); err != nil {
 			return err
 		}
+		committed = true
 		w.commits.Add(1)
 		return w.afterCommit(batch)
 	}()
+	w.settleHolds(committed)
 	if err != nil {
 		w.rollback(batch)
 	}
@@ -536,9 +501,13 @@ func (w *writer) commitSplit(r *writeReq) {
 	w.b.log.Warn("queen: write larger than one storage transaction, split", "ops", len(r.ops))
 	ops := r.ops
 	for len(ops) > 0 {
-		n, size := 0, 0
-		for n < len(ops) && n < w.b.lim.txnOps/2 && (n == 0 || size+len(ops[n].key)+len(ops[n].val) < w.b.lim.txnBytes/2) {
-			size += len(ops[n].key) + len(ops[n].val)
+		n, size, count := 0, 0, 0
+		for n < len(ops) {
+			s, c := ops[n].cost(w.b.lim.valueThreshold)
+			if n > 0 && (count+c > w.b.lim.txnOps/2 || size+s >= w.b.lim.txnBytes/2) {
+				break
+			}
+			size, count = size+s, count+c
 			n++
 		}
 		if _, err := w.write([]*writeReq{{ops: ops[:n], state: r.state}}, nil); err != nil {
@@ -577,110 +546,14 @@ func (w *writer) failBatch(batch []*writeReq, cause error) {
 	}
 }
 
-func applyOps(txn *badger.Txn, ops []op) error {
-	for _, o := range ops {
-		if o.traces != nil {
-			if err := dropTraces(txn, o.traces); err != nil {
-				return err
-			}
-			continue
-		}
-		if o.queueID != "" {
-			same, absent, err := storedQueueIs(txn, o.key, o.queueID)
-			if err != nil {
-				return err
-			}
-			if !same && (o.del || !absent) {
-				continue
-			}
-		}
-		var err error
-		if o.del {
-			err = txn.Delete(o.key)
-		} else {
-			err = txn.Set(o.key, o.val)
-		}
-		if err != nil {
+// applyAll applies cmds to txn, in order.
+func applyAll(txn *badger.Txn, cmds []command) error {
+	for _, c := range cmds {
+		if err := c.apply(txn); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// dropTraces deletes, in txn, the traces d names.
-func dropTraces(txn *badger.Txn, d *traceDrop) error {
-	prefix := keys.PartitionScoped(keys.Trace, d.pid)
-	if len(d.txids) == 1 {
-		for tx := range d.txids {
-			prefix = keys.TracePrefix(d.pid, tx)
-		}
-	}
-	var dels [][]byte
-	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
-	for it.Rewind(); it.Valid(); it.Next() {
-		k := it.Item().Key()
-		if _, txid, _, ok := decodeTraceKey(k); ok && d.txids[txid] {
-			dels = append(dels, it.Item().KeyCopy(nil))
-		}
-	}
-	it.Close()
-	for _, k := range dels {
-		if err := txn.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// ownedCursors returns ops with each cursor delete marked unowned whose
-// cursor a live group of that name holds, stored, now replaced by a write
-// of that cursor (see op.unowned). It copies ops only when it has such a
-// delete.
-func (b *Broker) ownedCursors(ops []op) []op {
-	if !slices.ContainsFunc(ops, func(o op) bool { return o.unowned }) {
-		return ops
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := make([]op, 0, len(ops))
-	for _, o := range ops {
-		if o.unowned {
-			if pid, name, ok := keys.DecodeCursorKey(o.key); ok && pid < uint64(len(b.parts)) {
-				if p := b.parts[pid]; p != nil {
-					if g := p.q.groups[name]; g != nil {
-						if c := p.cursorOf(g); c != nil && c.stored {
-							o = c.saveOp()
-						}
-					}
-				}
-			}
-		}
-		out = append(out, o)
-	}
-	return out
-}
-
-// storedQueueIs reports whether the queue metadata at key is the queue of
-// the given id (or unreadable, so that a delete still removes it), and
-// whether there is none.
-func storedQueueIs(txn *badger.Txn, key []byte, id string) (same, absent bool, err error) {
-	item, err := txn.Get(key)
-	if err == badger.ErrKeyNotFound {
-		return false, true, nil
-	}
-	if err != nil {
-		return false, false, err
-	}
-	var m queueMeta
-	if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &m) }); err != nil {
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &se) || errors.As(err, &te) {
-			return true, false, nil
-		}
-		return false, false, err
-	}
-	return m.ID == id, false, nil
 }
 
 // rollback gives back the room the plain pushes of a transaction that did
@@ -774,7 +647,9 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*p
 	parts := make([]*partition, len(r.items))
 	encrypt := make([]bool, len(r.items))
 	limited := make([]bool, len(r.items)) // plain pushes to a queue with a MaxSize
-	var metas []op
+	var metas []command
+	var metaQs []*queue // whose metadata metas store
+	var metaPs []*partition
 
 	// No check of b.closed here: a push accepted before Close refused calls
 	// is committed (Close stops the writer only after such calls return).
@@ -789,12 +664,14 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*p
 			}
 			q = b.newQueue(it.Queue, cfg)
 		}
-		if !q.persisted && !containsKey(metas, keys.QueueKey(q.name)) {
-			metas = append(metas, op{key: keys.QueueKey(q.name), val: q.meta()})
+		if !q.persisted && !slices.Contains(metaQs, q) {
+			metaQs = append(metaQs, q)
+			metas = append(metas, setKey{keys.QueueKey(q.name), q.meta()})
 		}
 		p, _ := b.partitionFor(q, it.Partition)
-		if !p.persisted && !containsKey(metas, keys.PartitionKey(p.pid)) {
-			metas = append(metas, op{key: keys.PartitionKey(p.pid), val: p.meta()})
+		if !p.persisted && !slices.Contains(metaPs, p) {
+			metaPs = append(metaPs, p)
+			metas = append(metas, setKey{keys.PartitionKey(p.pid), p.meta()})
 		}
 		if i == 0 || p != parts[i-1] {
 			metas = append(metas, b.arrivalCursors(p, r)...)
@@ -805,7 +682,7 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*p
 	}
 	b.mu.Unlock()
 
-	if err := applyOps(txn, metas); err != nil {
+	if err := applyAll(txn, metas); err != nil {
 		return err
 	}
 	var val []byte
@@ -911,13 +788,4 @@ func (w *writer) lookupTxID(txn *badger.Txn, key []byte, generated bool) (*badge
 		return nil, badger.ErrKeyNotFound
 	}
 	return txn.Get(key)
-}
-
-func containsKey(ops []op, k []byte) bool {
-	for _, o := range ops {
-		if string(o.key) == string(k) {
-			return true
-		}
-	}
-	return false
 }

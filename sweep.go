@@ -80,15 +80,15 @@ func (b *Broker) unlinkQueue(ctx context.Context, name string) ([]byte, tombston
 		p.deleted = true
 		ts.PIDs = append(ts.PIDs, p.pid)
 	}
-	ops := []op{{key: keys.QueueKey(name), del: true, queueID: q.id.String()}}
+	ops := []command{deleteQueueIfStill{keys.QueueKey(name), q.id.String()}}
 	for gname, g := range q.groups {
 		g.deleted = true
 		g.wakeAll()
-		ops = append(ops, op{key: keys.GroupKey(name, gname), del: true})
+		ops = append(ops, deleteKey{keys.GroupKey(name, gname)})
 	}
 	tk := tombstoneKey(uuid.NewV4())
 	val, _ := json.Marshal(ts)
-	ops = append(ops, op{key: tk, val: val})
+	ops = append(ops, setKey{tk, val})
 	done := b.w.submit(ops)
 	b.mu.Unlock()
 	return tk, ts, waitCtx(ctx, done)
@@ -118,7 +118,7 @@ func (b *Broker) sweep(tk []byte, ts tombstone) error {
 	if err := b.deleteLettersOf(ctx, pids); err != nil {
 		return err
 	}
-	return b.submitWait(ctx, []op{{key: tk, del: true}})
+	return b.submitWait(ctx, []command{deleteKey{tk}})
 }
 
 // dropPrefixes drops every key under the prefixes, through the writer so
@@ -137,7 +137,7 @@ func (b *Broker) dropPrefixes(prefixes [][]byte) error {
 }
 
 // submitWait writes ops and waits for them, unless the broker is closing.
-func (b *Broker) submitWait(ctx context.Context, ops []op) error {
+func (b *Broker) submitWait(ctx context.Context, ops []command) error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -151,13 +151,13 @@ func (b *Broker) submitWait(ctx context.Context, ops []op) error {
 // deleteLettersOf removes the dead letters and parked messages of the
 // given partitions.
 func (b *Broker) deleteLettersOf(ctx context.Context, pids map[uint64]bool) error {
-	var ops []op
+	var dels [][]byte
 	err := b.db.View(func(txn *badger.Txn) error {
 		for _, kind := range []byte{keys.DeadLetter, keys.Parked} {
 			err := scan(txn, []byte{kind}, func(k, v []byte) error {
 				var lr letterRecord
 				if decodeLetter(v, &lr) == nil && pids[lr.PID] {
-					ops = append(ops, op{key: append([]byte(nil), k...), del: true})
+					dels = append(dels, append([]byte(nil), k...))
 				}
 				return nil
 			})
@@ -170,12 +170,12 @@ func (b *Broker) deleteLettersOf(ctx context.Context, pids map[uint64]bool) erro
 	if err != nil {
 		return storageErr("delete dead letters", err)
 	}
-	for len(ops) > 0 {
-		n := min(len(ops), 10000)
-		if err := b.submitWait(ctx, ops[:n]); err != nil {
+	for len(dels) > 0 {
+		n := min(len(dels), 10000)
+		if err := b.submitWait(ctx, appendDeletes(nil, dels[:n])); err != nil {
 			return err
 		}
-		ops = ops[n:]
+		dels = dels[n:]
 	}
 	return nil
 }

@@ -126,7 +126,7 @@ func (b *Broker) RecordTrace(ctx context.Context, ev TraceEvent) (*TraceEvent, e
 		b.mu.Unlock()
 		return nil, ErrNotFound
 	}
-	done := b.w.submit([]op{{key: keys.TraceKey(ps.pid, ev.TransactionID, id), val: val}})
+	done := b.w.submit([]command{setKey{keys.TraceKey(ps.pid, ev.TransactionID, id), val}})
 	b.mu.Unlock()
 	if err := waitCtx(ctx, done); err != nil {
 		return nil, err
