@@ -8,6 +8,45 @@ import (
 	"time"
 )
 
+// The consume loop, from pop to ack. One message's way through a loop
+// that acks by itself (AutoAck, no callbacks), in the order of the calls:
+//
+//  1. Consumer.Start builds a run (newRun) and starts it (run.start): its
+//     fetchers (run.fetch, consume_fetch.go), its workers (run.work,
+//     lane.go) and, with RenewLease, run.renewLoop.
+//  2. run.fetch waits until a handler is free, pops (Client.Pop), and
+//     run.split cuts the pop into lanes, one per partition (run.newLane).
+//     run.hold notes each message as held (drain.go); the lanes join
+//     run.pending.
+//  3. run.work takes a lane and run.runLane handles its messages in order:
+//     it checks that the loop is not stopping and that the message is
+//     still leased to it, then run.handleInLane calls the handler
+//     (run.call, consume_settle.go).
+//  4. The handler accepts the message: the lane's ackBatcher (lane_acks.go)
+//     queues it (ackBatcher.accept), and the lane goes on with its next
+//     message. ackLinger later, or as soon as the lane's AckBatch in
+//     flight is written, ackBatcher.send writes it with the others queued
+//     in one AckBatch through run.writeAcks (consume_settle.go), which
+//     turns each result into an ack (run.decide), sends it
+//     (Client.AckBatch), lets go of what landed (run.let) and reports the
+//     outcome (run.reportOutcome, Consumer.OnSettled).
+//  5. Any other result is acked at once: run.handleInLane takes what the
+//     lane has queued (ackBatcher.take) and run.ackHandled writes it in one
+//     AckBatch with the message's own ack behind it. A message that comes
+//     back (failed, retried) brings the rest of its lane back behind it:
+//     run.runLane releases them unhandled (run.unclaim,
+//     run.reportReleased).
+//  6. Once the lane is handled, run.work waits for the acks of the lane it
+//     handled before (run.retire) and forgets that one (run.forgetLane),
+//     then ends this one (run.endLane: its ackBatcher sends what is left
+//     and forgets the lane once that is written) and takes the next.
+//
+// A batch handler's pop is one lane (run.runBatch, run.handle). Stopping
+// (drain.go): run.requestStop takes no new message and gives back those
+// not started (run.giveBack); run.drain waits for the running handlers up
+// to the drain timeout, then run.abandon gives up on them and lists in a
+// DrainError the messages still held.
+
 // Handler handles one message. What it returns decides what happens to
 // the message: nil accepts it, an error fails it, and [Retry], [Reject],
 // [Fatal], [Park] and [InProgress] choose other outcomes. A panic is
@@ -338,28 +377,50 @@ func Stopping(ctx context.Context) <-chan struct{} {
 	return ch
 }
 
-// run is one execution of a Consumer.
+// run is one execution of a Consumer. Its state is grouped by concern:
+// loopConfig is fixed when it starts, loopContexts are the contexts it
+// hands out, and under mu, schedule is what its fetchers and workers share
+// (consume_fetch.go, lane.go) and stopState is how far it is from its end
+// (drain.go). Each lane's acks are the lane's own (ackBatcher).
 type run struct {
+	loopConfig
+	loopContexts
+
+	mu sync.Mutex
+	schedule
+	stopState
+
+	done     chan struct{} // every goroutine of the loop returned
+	over     chan struct{} // done, or abandoned by a drain
+	overOnce sync.Once
+	inflight atomic.Int32 // handlers running, for Consumer.InFlight
+}
+
+// loopConfig is what a run was started with; it does not change.
+type loopConfig struct {
 	h            host
 	req          PopRequest
 	group        string // group name for events
 	ackGroup     string // group for acks ("" in queue mode)
 	each         Handler
 	batch        BatchHandler
-	byPartition  bool // split pops by partition, one message per call
-	userSettles  bool
+	byPartition  bool // split pops into a lane per partition, one message per call
+	userSettles  bool // the handler or callbacks settle (AutoAck(false), OnSuccess, OnError)
 	exact        bool // the host's leaseState is exact (see host.exactLeases)
 	onSuccess    func(ctx context.Context, msg *Message) error
 	onError      func(ctx context.Context, msg *Message, err error) error
 	onSettled    func(Settlement)
 	retry        *RetryPolicy
-	n            int
+	n            int // handlers at once (Concurrency)
 	limit        int
 	idle         time.Duration
 	renew        time.Duration
 	lease        time.Duration
 	drainTimeout time.Duration
+}
 
+// loopContexts are the contexts of a run.
+type loopContexts struct {
 	popCtx    context.Context // ends when the loop is asked to stop
 	popCancel context.CancelFunc
 	hctx      context.Context // handlers' ctx: ends if a drain runs out of time
@@ -369,57 +430,33 @@ type run struct {
 	// Start or Execute, and the one given to Consume); only their Err is
 	// read, to tell a failure caused by the stop.
 	ends [2]context.Context
-
-	mu        sync.Mutex
-	cond      *sync.Cond
-	pending   []*lane
-	current   map[*lane]struct{}
-	running   int
-	fetchers  int // fetch goroutines still running
-	popping   int // pops in flight
-	stopping  bool
-	giving    int // requestStop calls still giving back pending lanes; the loop is not done before they are
-	abandoned bool
-	listed    bool // abandon has made drainErr: nothing the loop does changes it any more
-	acking    int  // AckBatch calls of the loop in flight; abandon waits for them
-	// held are the messages the loop took and has not finished with, in
-	// the order taken (see hold): after an abandon, exactly those left to
-	// their leases.
-	held    map[*Message]uint64
-	heldSeq uint64
-	// testListWait, set only by tests, runs (under mu) when a drain
-	// starts waiting for another one's list.
-	testListWait func()
-	taken        int            // messages taken and not given back, for Limit
-	lastActive   time.Time      // under mu
-	leases       map[string]int // lease id -> lanes not finished
-	loopErr      error
-	drainErr     error
-	stopCh       chan struct{}
-	done         chan struct{} // every goroutine of the loop returned
-	over         chan struct{} // done, or abandoned by a drain
-	overOnce     sync.Once
-	unhook       []func() bool
-	inflight     atomic.Int32
 }
 
 func newRun(c *Consumer, ctx context.Context) *run {
 	q := &c.q
 	req, _ := q.popRequest() // validated by Consume
 	r := &run{
-		h: q.h, req: req, group: groupName(req.Group), ackGroup: req.Group,
-		each: c.each, batch: c.batch, byPartition: c.each != nil || q.each,
-		onSuccess: c.onSuccess, onError: c.onError, onSettled: c.onSettled,
-		retry: q.retry, n: q.concurrency, limit: q.limit, idle: q.idle, renew: q.renew, lease: q.lease,
-		drainTimeout: q.drainTimeout,
-		current:      make(map[*lane]struct{}),
-		leases:       make(map[string]int),
-		held:         make(map[*Message]uint64),
-		stopCh:       make(chan struct{}),
-		done:         make(chan struct{}),
-		over:         make(chan struct{}),
-		fetchers:     fetchersFor(q.concurrency, q.limit),
-		lastActive:   time.Now(),
+		loopConfig: loopConfig{
+			h: q.h, req: req, group: groupName(req.Group), ackGroup: req.Group,
+			each: c.each, batch: c.batch, byPartition: c.each != nil || q.each,
+			onSuccess: c.onSuccess, onError: c.onError, onSettled: c.onSettled,
+			retry: q.retry, n: q.concurrency, limit: q.limit, idle: q.idle, renew: q.renew, lease: q.lease,
+			drainTimeout: q.drainTimeout,
+		},
+		schedule: schedule{
+			current:    make(map[*lane]struct{}),
+			leases:     make(map[string]int),
+			fetchers:   fetchersFor(q.concurrency, q.limit),
+			lastActive: time.Now(),
+		},
+		stopState: stopState{
+			held:     make(map[*Message]uint64),
+			stopCh:   make(chan struct{}),
+			gaveBack: make(chan struct{}),
+			listed:   make(chan struct{}),
+		},
+		done: make(chan struct{}),
+		over: make(chan struct{}),
 	}
 	if r.drainTimeout == 0 {
 		r.drainTimeout = r.h.defaultDrain()
@@ -427,7 +464,7 @@ func newRun(c *Consumer, ctx context.Context) *run {
 	r.userSettles = !q.autoAck || r.onSuccess != nil || r.onError != nil
 	r.exact = r.h.exactLeases()
 	r.ends = [2]context.Context{ctx, c.parent}
-	r.cond = sync.NewCond(&r.mu)
+	r.canPop.L, r.hasWork.L, r.acksLanded.L = &r.mu, &r.mu, &r.mu
 	base := context.WithoutCancel(ctx)
 	if c.parent != nil && c.parent != ctx {
 		base = valuesOf{base, c.parent}
@@ -439,6 +476,8 @@ func newRun(c *Consumer, ctx context.Context) *run {
 	return r
 }
 
+// start runs the loop's goroutines: its fetchers, its workers and, with
+// RenewLease, renewLoop.
 func (r *run) start(ctx, parent context.Context) {
 	r.h.loops().add(r)
 	stop := func() { r.drain(time.Now().Add(r.drainTimeout), nil) }
@@ -465,10 +504,11 @@ func (r *run) start(ctx, parent context.Context) {
 		// (a ctx's AfterFunc, Stop, Close): the loop is done, and Execute
 		// returns, once they are given back and reported.
 		r.mu.Lock()
-		for r.giving > 0 {
-			r.cond.Wait()
-		}
+		stopping := r.stopping
 		r.mu.Unlock()
+		if stopping {
+			<-r.gaveBack
+		}
 		close(r.done)
 		r.finish()
 	}()

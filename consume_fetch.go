@@ -3,6 +3,7 @@ package queen
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -28,20 +29,42 @@ func fetchersFor(n, limit int) int {
 	return max(1, min(n, maxFetchers))
 }
 
+// schedule is what a run's fetchers and workers share, under run.mu: the
+// lanes popped and waiting for a worker, the lanes being handled, and the
+// counts that decide when to pop again.
+type schedule struct {
+	pending    []*lane            // popped, waiting for a worker
+	current    map[*lane]struct{} // taken by a worker and not yet forgotten
+	running    int                // workers handling a lane
+	fetchers   int                // fetch goroutines still running
+	popping    int                // pops in flight
+	taken      int                // messages taken and not given back, for Limit
+	lastActive time.Time          // when a pop brought messages or a lane ended, for Idle
+	leases     map[string]int     // lease id -> lanes not finished, for renewals
+	// canPop is signalled when a fetcher may pop again: pending emptied,
+	// a handler or pop ended, taken dropped, or the loop is stopping.
+	// Fetchers wait on it, and nothing else does.
+	canPop sync.Cond
+	// hasWork is signalled when a worker may have something to do: a lane
+	// joined pending, a fetcher ended, or the loop is stopping. Workers
+	// wait on it, and nothing else does.
+	hasWork sync.Cond
+}
+
 // fetch pops whenever a handler is free, nothing is waiting for one and
 // no pop already in flight is for it. Several run at once (fetchersFor).
 func (r *run) fetch() {
 	defer func() {
 		r.mu.Lock()
 		r.fetchers--
-		r.cond.Broadcast()
+		r.hasWork.Broadcast()
 		r.mu.Unlock()
 	}()
 	backoff := time.Duration(0) // after pops that failed with ErrUnavailable
 	for {
 		r.mu.Lock()
 		for !r.stopping && (len(r.pending) > 0 || r.running+r.popping >= r.n || r.limit > 0 && r.taken >= r.limit && r.running > 0) {
-			r.cond.Wait()
+			r.canPop.Wait()
 		}
 		if r.stopping || r.limit > 0 && r.taken >= r.limit {
 			r.mu.Unlock()
@@ -83,7 +106,7 @@ func (r *run) fetch() {
 		res, err := r.h.Pop(r.popCtx, req)
 		r.mu.Lock()
 		r.popping--
-		r.cond.Broadcast()
+		r.canPop.Broadcast()
 		r.mu.Unlock()
 		if err != nil {
 			if r.popCtx.Err() != nil {
@@ -131,7 +154,7 @@ func (r *run) fetch() {
 		for range lanes {
 			r.h.track(res.LeaseID)
 		}
-		r.cond.Broadcast()
+		r.hasWork.Broadcast()
 		r.mu.Unlock()
 	}
 }

@@ -45,9 +45,7 @@ func (r *run) handle(ln *lane, msgs, rest []*Message) (back bool) {
 		hs[i] = handled{m: m, err: err, ran: true, d: d}
 	}
 	if ln != nil && err == nil {
-		r.mu.Lock()
-		ln.queued = append(ln.queued, hs...)
-		r.mu.Unlock()
+		ln.acks.queue(hs)
 		return false
 	}
 	return r.ackHandled(hs, rest)
@@ -291,7 +289,7 @@ func (r *run) observeReleased(n int) {
 func (r *run) unclaim(msgs []*Message, count bool) {
 	r.mu.Lock()
 	r.taken -= len(msgs)
-	r.cond.Broadcast()
+	r.canPop.Broadcast()
 	r.mu.Unlock()
 	if count {
 		for _, m := range msgs {

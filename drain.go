@@ -175,6 +175,38 @@ func (s *consumerSet) closeAll(timeout time.Duration) error {
 	return errors.Join(errs...)
 }
 
+// stopState is how far a run is from its end, under run.mu: whether it
+// was asked to stop, whether a drain gave up on it (abandoned), the
+// messages it still holds (what a drain that gives up lists), the
+// AckBatches it has in flight (which such a drain waits for), and the
+// error it ends with.
+type stopState struct {
+	stopping bool
+	stopCh   chan struct{} // closed with stopping: what Stopping returns
+	gaveBack chan struct{} // closed once requestStop has given back the pending lanes
+	// unhook stop the ctx AfterFuncs that drain the loop, once it is over.
+	unhook    []func() bool
+	abandoned bool
+	// acking counts the loop's AckBatch calls in flight (ackStart, ackEnd).
+	acking int
+	// acksLanded is signalled when acking drops. abandon waits on it for
+	// acking to reach 0, and nothing else does.
+	acksLanded sync.Cond
+	// listed is closed once abandon has made drainErr: nothing the loop
+	// does changes it any more. A second abandon waits for it.
+	listed chan struct{}
+	// held are the messages the loop took and has not finished with, in
+	// the order taken (see hold): after an abandon, exactly those left to
+	// their leases.
+	held    map[*Message]uint64
+	heldSeq uint64
+	// testListWait, set only by tests, runs (under mu) when a drain
+	// starts waiting for another one's list.
+	testListWait func()
+	loopErr      error // the error that ended the loop
+	drainErr     error // the DrainError of an abandon
+}
+
 // interrupted reports whether the loop has been asked to stop: Stopping is
 // closed, or a context whose end stops the loop has ended (its AfterFunc
 // may not have run yet). A handler failure seen then is put down to the
@@ -218,15 +250,12 @@ func (r *run) requestStop() {
 		r.leaseDone(ln)
 	}
 	r.pending = nil
-	r.giving++
-	r.cond.Broadcast()
+	r.canPop.Broadcast()
+	r.hasWork.Broadcast()
 	r.mu.Unlock()
 	r.popCancel()
 	r.giveBack(rest)
-	r.mu.Lock()
-	r.giving--
-	r.cond.Broadcast()
-	r.mu.Unlock()
+	close(r.gaveBack)
 }
 
 // drain stops the loop and waits for it until deadline or cancel, then
@@ -261,13 +290,15 @@ func (r *run) drain(deadline time.Time, cancel <-chan struct{}) error {
 func (r *run) abandon() {
 	r.mu.Lock()
 	if r.abandoned {
-		if !r.listed && r.testListWait != nil {
-			r.testListWait()
-		}
-		for !r.listed { // another drain is making the list
-			r.cond.Wait()
+		select {
+		case <-r.listed:
+		default:
+			if r.testListWait != nil {
+				r.testListWait()
+			}
 		}
 		r.mu.Unlock()
+		<-r.listed // another drain is making the list
 		return
 	}
 	if r.running == 0 && r.fetchers == 0 && len(r.current) == 0 {
@@ -285,7 +316,7 @@ func (r *run) abandon() {
 	r.hcancel()
 	r.mu.Lock()
 	for r.acking > 0 {
-		r.cond.Wait()
+		r.acksLanded.Wait()
 	}
 	if len(r.held) > 0 {
 		left := make([]*Message, 0, len(r.held))
@@ -295,8 +326,7 @@ func (r *run) abandon() {
 		sort.Slice(left, func(a, b int) bool { return r.held[left[a]] < r.held[left[b]] })
 		r.drainErr = &DrainError{Queue: r.req.Queue, Group: r.group, Unsettled: left}
 	}
-	r.listed = true
-	r.cond.Broadcast()
+	close(r.listed)
 	r.mu.Unlock()
 	r.finish()
 }
@@ -349,6 +379,6 @@ func (r *run) ackEnd(settled func()) {
 	r.mu.Lock()
 	settled()
 	r.acking--
-	r.cond.Broadcast()
+	r.acksLanded.Broadcast()
 	r.mu.Unlock()
 }

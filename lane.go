@@ -5,26 +5,20 @@ import (
 	"time"
 )
 
-// lane is a unit of work: the messages of one partition from one pop
-// (handled one at a time), or a whole pop for a batch handler.
+// lane is a partition's run of messages: the messages of one partition
+// from one pop, handled one at a time and in order, and acked by its own
+// ackBatcher. For a batch handler a whole pop is one lane, handled at
+// once. A worker takes a lane from run.pending (work), handles it
+// (runLane or runBatch), ends it (endLane), and forgets it once its acks
+// are written (forgetLane).
 type lane struct {
 	msgs    []*Message
 	leaseID string
-	next    int        // index of the next message to start
-	cur     []*Message // being handled
-
-	// A lane's accepted messages waiting for the next AckBatch (under
-	// run.mu). See run.accepted.
-	queued   []handled
-	flushing bool        // an AckBatch of the lane is being written
-	timer    *time.Timer // starts the first AckBatch of queued
-	armed    int         // timers armed so far, numbering the last
-	over     bool        // the lane's handling has ended
-	// confirmed is when the lane's lease was last known to be held: the
-	// pop's start, then the sending of its last AckBatch that the backend
-	// took whole (see laneConfirm).
-	confirmed time.Time
-	forgotten bool // see run.forgetLane
+	next    int // index of the next message to start (under run.mu)
+	acks    ackBatcher
+	// forgotten is set, under run.mu, once the lane is no longer current
+	// and its lease no longer renewed for it; see run.forgetLane.
+	forgotten bool
 }
 
 // laneConfirm is how long a lane goes on handling messages without
@@ -40,20 +34,35 @@ const laneConfirm = time.Second
 // split cuts a pop into lanes.
 func (r *run) split(res *PopResult, popped time.Time) []*lane {
 	if !r.byPartition {
-		return []*lane{{msgs: res.Messages, leaseID: res.LeaseID}}
+		return []*lane{r.newLane(res.Messages, res.LeaseID, time.Time{})}
 	}
 	var lanes []*lane
 	byPart := make(map[string]*lane)
 	for _, m := range res.Messages {
 		ln := byPart[m.PartitionID]
 		if ln == nil {
-			ln = &lane{leaseID: res.LeaseID, confirmed: popped}
+			ln = r.newLane(nil, res.LeaseID, popped)
 			byPart[m.PartitionID] = ln
 			lanes = append(lanes, ln)
 		}
 		ln.msgs = append(ln.msgs, m)
 	}
 	return lanes
+}
+
+// newLane is a lane of msgs under leaseID, popped at popped, whose acks
+// are written by writeAcks and which is forgotten once they are.
+func (r *run) newLane(msgs []*Message, leaseID string, popped time.Time) *lane {
+	ln := &lane{msgs: msgs, leaseID: leaseID}
+	ln.acks.init(popped, func(hs []handled) int {
+		_, refused := r.writeAcks(hs, nil)
+		return refused
+	}, r.h.clockNow, func() {
+		r.mu.Lock()
+		r.forgetLane(ln)
+		r.mu.Unlock()
+	})
+	return ln
 }
 
 // work runs lanes until the loop stops.
@@ -71,7 +80,7 @@ func (r *run) work() {
 	for {
 		r.mu.Lock()
 		for len(r.pending) == 0 && r.fetchers > 0 && !r.stopping {
-			r.cond.Wait()
+			r.hasWork.Wait()
 		}
 		if len(r.pending) == 0 || r.abandoned {
 			r.mu.Unlock()
@@ -82,7 +91,7 @@ func (r *run) work() {
 		r.running++
 		r.current[ln] = struct{}{}
 		if len(r.pending) == 0 {
-			r.cond.Broadcast() // the fetcher waits for pending to empty
+			r.canPop.Broadcast() // the fetcher waits for pending to empty
 		}
 		r.mu.Unlock()
 
@@ -99,41 +108,27 @@ func (r *run) work() {
 		r.mu.Lock()
 		r.running--
 		r.lastActive = time.Now()
-		r.cond.Broadcast()
+		r.canPop.Broadcast()
 		r.mu.Unlock()
 	}
 }
 
 // endLane starts writing the acks lane ln still has queued, now that its
 // handling is over; once they are written, ln is forgotten.
-func (r *run) endLane(ln *lane) {
-	r.mu.Lock()
-	ln.over = true
-	if ln.timer != nil {
-		ln.timer.Stop()
-		ln.timer = nil
-	}
-	switch {
-	case ln.flushing: // sendAcks takes the rest and forgets ln
-	case len(ln.queued) > 0:
-		go r.sendAcks(ln, 0)
-	default:
-		r.forgetLane(ln)
-	}
-	r.mu.Unlock()
-}
+func (r *run) endLane(ln *lane) { ln.acks.end() }
 
 // retire waits until lane ln's acks are written, writing those still
 // queued itself, and forgets ln.
 func (r *run) retire(ln *lane) {
-	r.flushAcks(ln)
+	ln.acks.flush()
 	r.mu.Lock()
 	r.forgetLane(ln)
 	r.mu.Unlock()
 }
 
 // forgetLane ends ln: it is no longer current and its lease no longer
-// renewed for it. Under r.mu; once per lane.
+// renewed for it. Under r.mu; what runs after the first call does
+// nothing.
 func (r *run) forgetLane(ln *lane) {
 	if ln.forgotten {
 		return
@@ -141,7 +136,6 @@ func (r *run) forgetLane(ln *lane) {
 	ln.forgotten = true
 	delete(r.current, ln)
 	r.leaseDone(ln)
-	r.cond.Broadcast()
 }
 
 // leaseDone forgets one lane of ln's lease for renewals. Under r.mu.
@@ -174,16 +168,15 @@ func (r *run) runLane(ln *lane) {
 			r.mu.Unlock()
 			// What was accepted is acked before the rest is given back:
 			// giving back releases the partition.
-			r.flushAcks(ln)
+			ln.acks.flush()
 			r.giveBack(rest)
 			return
 		}
 		msg := ln.msgs[ln.next]
 		ln.next++
-		stale := !r.exact && (len(ln.queued) > 0 || ln.flushing) && r.h.clockNow().Sub(ln.confirmed) >= laneConfirm
 		r.mu.Unlock()
-		if stale {
-			r.flushAcks(ln)
+		if !r.exact && ln.acks.unconfirmed(laneConfirm) {
+			ln.acks.flush()
 		}
 
 		switch r.h.leaseState(msg) {
@@ -195,27 +188,23 @@ func (r *run) runLane(ln *lane) {
 			rest := ln.msgs[ln.next-1:]
 			ln.next = len(ln.msgs)
 			r.mu.Unlock()
-			r.flushAcks(ln) // reported before the rest, in the lane's order
+			ln.acks.flush() // reported before the rest, in the lane's order
 			r.leaveToLease(rest)
 			return
 		}
 		r.mu.Lock()
-		ln.cur = []*Message{msg}
 		rest := ln.msgs[ln.next:]
 		r.mu.Unlock()
 		var back bool
 		if r.userSettles {
-			back = r.handle(nil, ln.cur, rest)
+			back = r.handle(nil, []*Message{msg}, rest)
 		} else {
 			back = r.handleInLane(ln, msg, rest)
 		}
-		r.mu.Lock()
-		ln.cur = nil
-		if back {
-			ln.next = len(ln.msgs)
-		}
-		r.mu.Unlock()
 		if back { // the rest comes back behind msg
+			r.mu.Lock()
+			ln.next = len(ln.msgs)
+			r.mu.Unlock()
 			r.unclaim(rest, false)
 			r.reportReleased(rest)
 			return
@@ -230,27 +219,28 @@ func (r *run) runLane(ln *lane) {
 // keep its order. It reports whether rest comes back (see handle).
 func (r *run) handleInLane(ln *lane, msg *Message, rest []*Message) (back bool) {
 	if _, err := msg.Decode(); err != nil { // parked before the handler runs
-		r.ackHandled(append(r.takeAcks(ln), handled{m: msg, err: Park(&DecodeError{Type: "map[string]any", Err: err})}), nil)
+		r.ackHandled(append(ln.acks.take(), handled{m: msg, err: Park(&DecodeError{Type: "map[string]any", Err: err})}), nil)
 		return false
 	}
 	start := time.Now()
-	err := r.call(ln.cur)
+	cur := []*Message{msg}
+	err := r.call(cur)
 	d := time.Since(start)
 	r.mu.Lock()
 	abandoned := r.abandoned
 	r.mu.Unlock()
 	if abandoned {
-		r.reportOutcome(ln.cur, decision{outcome: OutcomeDiscarded}, err, true, nil, nil, d)
+		r.reportOutcome(cur, decision{outcome: OutcomeDiscarded}, err, true, nil, nil, d)
 		return false
 	}
 	if err == nil {
-		r.accepted(ln, handled{m: msg, ran: true, d: d})
+		ln.acks.accept(handled{m: msg, ran: true, d: d})
 		return false
 	}
 	if r.interrupted() {
 		r.requestStop() // see handle
 	}
-	return r.ackHandled(append(r.takeAcks(ln), handled{m: msg, err: err, ran: true, d: d}), rest)
+	return r.ackHandled(append(ln.acks.take(), handled{m: msg, err: err, ran: true, d: d}), rest)
 }
 
 // runBatch hands a whole pop to the batch handler.
@@ -263,7 +253,7 @@ func (r *run) runBatch(ln *lane) {
 		r.giveBack(ln.msgs)
 		return
 	}
-	ln.next, ln.cur = len(ln.msgs), ln.msgs
+	ln.next = len(ln.msgs)
 	r.mu.Unlock()
 	var live, lost []*Message
 	for _, m := range ln.msgs {
@@ -274,16 +264,10 @@ func (r *run) runBatch(ln *lane) {
 			lost = append(lost, m)
 		}
 	}
-	r.mu.Lock()
-	ln.cur = live
-	r.mu.Unlock()
 	r.leaveToLease(lost)
 	if len(live) > 0 {
 		r.handle(ln, live, nil)
 	}
-	r.mu.Lock()
-	ln.cur = nil
-	r.mu.Unlock()
 }
 
 // renewLoop renews the leases of unfinished lanes every r.renew.

@@ -1,6 +1,7 @@
 package queen
 
 import (
+	"sync"
 	"time"
 )
 
@@ -20,80 +21,166 @@ type handled struct {
 // acks are written in order, and its handler never waits for one.
 const ackLinger = time.Millisecond
 
-// accepted queues h, accepted, for lane ln's next AckBatch: the one being
-// written takes it when it is done, or else a timer sends it after
-// ackLinger.
-func (r *run) accepted(ln *lane, h handled) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ln.queued = append(ln.queued, h)
-	if ln.flushing || ln.timer != nil {
-		return
-	}
-	ln.armed++
-	armed := ln.armed
-	ln.timer = time.AfterFunc(ackLinger, func() { r.sendAcks(ln, armed) })
+// ackBatcher writes the acks of one lane's accepted messages, in order,
+// with at most one AckBatch in flight:
+//
+//   - queue: accept queues an accepted message and arms a timer that sends
+//     it after ackLinger; queue does the same for a batch handler's lane,
+//     without a timer (end sends it);
+//   - flush: send writes what is queued, one AckBatch after another, and
+//     those accepted while one is being written go in the very next one;
+//     flush (or take) is the lane's worker writing the queue itself, after
+//     waiting for the batch in flight, when it must ack behind it;
+//   - confirm: a batch the backend took whole moves confirmed, the last
+//     time the lane's lease was known to be held (see laneConfirm);
+//   - end: once the lane's handling is over, what is still queued is sent
+//     and done runs.
+//
+// Its state has its own lock, taken under no other and never held while
+// write or done runs.
+type ackBatcher struct {
+	// write sends one AckBatch for hs and reports how many of its acks
+	// the backend refused, or that failed.
+	write func(hs []handled) (refused int)
+	// now is the client's clock, for confirmed.
+	now func() time.Time
+	// done runs once the lane's handling is over and its acks are
+	// written, from the goroutine that wrote the last of them; it may run
+	// more than once.
+	done func()
+
+	mu sync.Mutex
+	// written is signalled when the batch in flight has been written
+	// (flushing turns false). take waits on it, and nothing else does.
+	written   sync.Cond
+	queued    []handled   // accepted, waiting for the next AckBatch
+	flushing  bool        // an AckBatch of the lane is being written
+	timer     *time.Timer // starts the first AckBatch of queued
+	armed     int         // timers armed so far, numbering the last
+	over      bool        // the lane's handling has ended
+	confirmed time.Time   // see laneConfirm
 }
 
-// sendAcks writes lane ln's queued acks, one AckBatch after another, until
-// none is queued; armed numbers the timer that called it (0 if none).
-func (r *run) sendAcks(ln *lane, armed int) {
-	r.mu.Lock()
-	if armed != 0 && armed == ln.armed {
-		ln.timer = nil
-	}
-	if ln.flushing {
-		r.mu.Unlock()
-		return
-	}
-	ln.flushing = true
-	for len(ln.queued) > 0 {
-		batch := ln.queued
-		ln.queued = nil
-		r.mu.Unlock()
-		r.settleLane(ln, batch)
-		r.mu.Lock()
-	}
-	ln.flushing = false
-	if ln.over {
-		r.forgetLane(ln)
-	}
-	r.cond.Broadcast()
-	r.mu.Unlock()
+// init readies b for a lane popped at popped (zero for a batch handler's
+// lane, which never asks).
+func (b *ackBatcher) init(popped time.Time, write func([]handled) int, now func() time.Time, done func()) {
+	b.write, b.now, b.done = write, now, done
+	b.written.L = &b.mu
+	b.confirmed = popped
 }
 
-// takeAcks waits for lane ln's AckBatch being written, if any, and takes
-// the acks queued, which the caller then writes itself.
-func (r *run) takeAcks(ln *lane) []handled {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if ln.timer != nil {
-		ln.timer.Stop()
-		ln.timer = nil
+// accept queues h, accepted, for the next AckBatch: the one being written
+// takes it when it is done, or else a timer sends it after ackLinger.
+func (b *ackBatcher) accept(h handled) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.queued = append(b.queued, h)
+	if b.flushing || b.timer != nil {
+		return
 	}
-	for ln.flushing {
-		r.cond.Wait()
+	b.armed++
+	armed := b.armed
+	b.timer = time.AfterFunc(ackLinger, func() { b.send(armed) })
+}
+
+// queue queues hs, accepted, for the AckBatch that end sends.
+func (b *ackBatcher) queue(hs []handled) {
+	b.mu.Lock()
+	b.queued = append(b.queued, hs...)
+	b.mu.Unlock()
+}
+
+// send writes the queued acks, one AckBatch after another, until none is
+// queued; armed numbers the timer that called it (0 if none). It returns
+// at once if a batch is already being written: that writer takes them.
+func (b *ackBatcher) send(armed int) {
+	b.mu.Lock()
+	if armed != 0 && armed == b.armed {
+		b.timer = nil
 	}
-	q := ln.queued
-	ln.queued = nil
+	if b.flushing {
+		b.mu.Unlock()
+		return
+	}
+	b.flushing = true
+	for len(b.queued) > 0 {
+		batch := b.queued
+		b.queued = nil
+		b.mu.Unlock()
+		b.confirm(batch)
+		b.mu.Lock()
+	}
+	b.flushing = false
+	over := b.over
+	b.written.Broadcast()
+	b.mu.Unlock()
+	if over {
+		b.done()
+	}
+}
+
+// take waits for the AckBatch being written, if any, and takes the acks
+// queued, which the caller then writes itself.
+func (b *ackBatcher) take() []handled {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.timer != nil {
+		b.timer.Stop()
+		b.timer = nil
+	}
+	for b.flushing {
+		b.written.Wait()
+	}
+	q := b.queued
+	b.queued = nil
 	return q
 }
 
-// flushAcks writes lane ln's queued acks and returns once none is left
-// being written.
-func (r *run) flushAcks(ln *lane) {
-	if q := r.takeAcks(ln); len(q) > 0 {
-		r.settleLane(ln, q)
+// flush writes the queued acks and returns once none is left being
+// written.
+func (b *ackBatcher) flush() {
+	if q := b.take(); len(q) > 0 {
+		b.confirm(q)
 	}
 }
 
-// settleLane acks hs, accepted messages of lane ln, and moves ln.confirmed
-// to the sending time when every ack was taken.
-func (r *run) settleLane(ln *lane, hs []handled) {
-	sent := r.h.clockNow()
-	if _, refused := r.writeAcks(hs, nil); refused == 0 {
-		r.mu.Lock()
-		ln.confirmed = sent
-		r.mu.Unlock()
+// confirm writes hs and moves confirmed to the sending time when every
+// ack was taken.
+func (b *ackBatcher) confirm(hs []handled) {
+	sent := b.now()
+	if b.write(hs) == 0 {
+		b.mu.Lock()
+		b.confirmed = sent
+		b.mu.Unlock()
+	}
+}
+
+// unconfirmed reports whether acks are queued or being written and the
+// lease was last known to be held d or more ago.
+func (b *ackBatcher) unconfirmed(d time.Duration) bool {
+	b.mu.Lock()
+	pending, confirmed := len(b.queued) > 0 || b.flushing, b.confirmed
+	b.mu.Unlock()
+	return pending && b.now().Sub(confirmed) >= d
+}
+
+// end records that the lane's handling is over and starts writing the
+// acks still queued; done runs once they are written (at once if none
+// is left).
+func (b *ackBatcher) end() {
+	b.mu.Lock()
+	b.over = true
+	if b.timer != nil {
+		b.timer.Stop()
+		b.timer = nil
+	}
+	flushing, queued := b.flushing, len(b.queued) > 0
+	b.mu.Unlock()
+	switch {
+	case flushing: // send takes the rest and runs done
+	case queued:
+		go b.send(0)
+	default:
+		b.done()
 	}
 }
