@@ -3,11 +3,49 @@ package queen
 import (
 	"context"
 	"errors"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 )
+
+// The consume loop, from pop to ack. One message's way through a loop
+// that acks by itself (AutoAck, no callbacks), in the order of the calls:
+//
+//  1. Consumer.Start builds a run (newRun) and starts it (run.start): its
+//     fetchers (run.fetch, consume_fetch.go), its workers (run.work,
+//     lane.go) and, with RenewLease, run.renewLoop.
+//  2. run.fetch waits until a handler is free, pops (Client.Pop), and
+//     run.split cuts the pop into lanes, one per partition (run.newLane).
+//     run.hold notes each message as held (drain.go); the lanes join
+//     run.pending.
+//  3. run.work takes a lane and run.runLane handles its messages in order:
+//     it checks that the loop is not stopping and that the message is
+//     still leased to it, then run.handleInLane calls the handler
+//     (run.call, consume_settle.go).
+//  4. The handler accepts the message: the lane's ackBatcher (lane_acks.go)
+//     queues it (ackBatcher.accept), and the lane goes on with its next
+//     message. ackLinger later, or as soon as the lane's AckBatch in
+//     flight is written, ackBatcher.send writes it with the others queued
+//     in one AckBatch through run.writeAcks (consume_settle.go), which
+//     turns each result into an ack (run.decide), sends it
+//     (Client.AckBatch), lets go of what landed (run.let) and reports the
+//     outcome (run.reportOutcome, Consumer.OnSettled).
+//  5. Any other result is acked at once: run.handleInLane takes what the
+//     lane has queued (ackBatcher.take) and run.ackHandled writes it in one
+//     AckBatch with the message's own ack behind it. A message that comes
+//     back (failed, retried) brings the rest of its lane back behind it:
+//     run.runLane releases them unhandled (run.unclaim,
+//     run.reportReleased).
+//  6. Once the lane is handled, run.work waits for the acks of the lane it
+//     handled before (run.retire) and forgets that one (run.forgetLane),
+//     then ends this one (run.endLane: its ackBatcher sends what is left
+//     and forgets the lane once that is written) and takes the next.
+//
+// A batch handler's pop is one lane (run.runBatch, run.handle). Stopping
+// (drain.go): run.requestStop takes no new message and gives back those
+// not started (run.giveBack); run.drain waits for the running handlers up
+// to the drain timeout, then run.abandon gives up on them and lists in a
+// DrainError the messages still held.
 
 // Handler handles one message. What it returns decides what happens to
 // the message: nil accepts it, an error fails it, and [Retry], [Reject],
@@ -23,14 +61,6 @@ type BatchHandler func(ctx context.Context, msgs []*Message) error
 // [Consumer.Execute] on a consumer that has already run: build another
 // with [QueueBuilder.Consume].
 var ErrConsumerStarted = errors.New("queen: consumer already started")
-
-// pollInterval is how long a consume loop with Wait(false) waits after
-// an empty pop before the next one.
-const pollInterval = 100 * time.Millisecond
-
-// unavailableBackoff is the longest wait between pops of a consume loop
-// whose pops fail with ErrUnavailable; the wait doubles from pollInterval.
-const unavailableBackoff = 5 * time.Second
 
 // Settlement reports what a consume loop did with one message; see
 // [Consumer.OnSettled].
@@ -347,76 +377,50 @@ func Stopping(ctx context.Context) <-chan struct{} {
 	return ch
 }
 
-// job is a unit of work: the messages of one partition from one pop
-// (handled one at a time), or a whole pop for a batch handler.
-type job struct {
-	msgs    []*Message
-	leaseID string
-	next    int        // index of the next message to start
-	cur     []*Message // being handled
-
-	// A lane's accepted messages waiting for the next AckBatch (under
-	// run.mu). See run.accepted.
-	queued   []handled
-	flushing bool        // an AckBatch of the lane is being written
-	timer    *time.Timer // starts the first AckBatch of queued
-	armed    int         // timers armed so far, numbering the last
-	over     bool        // the lane's handling has ended
-	// confirmed is when the lane's lease was last known to be held: the
-	// pop's start, then the sending of its last AckBatch that the backend
-	// took whole (see laneConfirm).
-	confirmed time.Time
-	forgotten bool // see run.forgetJob
-}
-
-// laneConfirm is how long a lane goes on handling messages without
-// knowing its lease is still held, on a backend whose leaseState learns
-// of a lost lease only from a refused ack or renewal (a remote client):
-// before it starts a message more than this after the pop or its last
-// AckBatch taken whole, it waits for its acks to land, so that a lease
-// lost under a slow handler (every lease lasts at least 1 s) stops the
-// lane before the next message rather than after it. The time is the
-// client's clock's. A Broker knows of every lost lease at once.
-const laneConfirm = time.Second
-
-// handled is a message the loop has a result for, waiting to be acked.
-type handled struct {
-	m   *Message
-	err error         // the handler's result
-	ran bool          // the handler ran on m
-	d   time.Duration // how long the handler took
-}
-
-// ackLinger is how long a lane's first accepted message waits for its ack
-// to be sent, so that those accepted after it within that time share one
-// AckBatch (one commit, one fsync) with it. While a lane's AckBatch is
-// being written, the messages accepted meanwhile wait for it and then go
-// together in the next one: a lane never has two acks in flight, so its
-// acks are written in order, and its handler never waits for one.
-const ackLinger = time.Millisecond
-
-// run is one execution of a Consumer.
+// run is one execution of a Consumer. Its state is grouped by concern:
+// loopConfig is fixed when it starts, loopContexts are the contexts it
+// hands out, and under mu, schedule is what its fetchers and workers share
+// (consume_fetch.go, lane.go) and stopState is how far it is from its end
+// (drain.go). Each lane's acks are the lane's own (ackBatcher).
 type run struct {
+	loopConfig
+	loopContexts
+
+	mu sync.Mutex
+	schedule
+	stopState
+
+	done     chan struct{} // every goroutine of the loop returned
+	over     chan struct{} // done, or abandoned by a drain
+	overOnce sync.Once
+	inflight atomic.Int32 // handlers running, for Consumer.InFlight
+}
+
+// loopConfig is what a run was started with; it does not change.
+type loopConfig struct {
 	h            host
 	req          PopRequest
 	group        string // group name for events
 	ackGroup     string // group for acks ("" in queue mode)
 	each         Handler
 	batch        BatchHandler
-	lanes        bool // split pops by partition, one message per call
-	userSettles  bool
+	byPartition  bool // split pops into a lane per partition, one message per call
+	userSettles  bool // the handler or callbacks settle (AutoAck(false), OnSuccess, OnError)
 	exact        bool // the host's leaseState is exact (see host.exactLeases)
 	onSuccess    func(ctx context.Context, msg *Message) error
 	onError      func(ctx context.Context, msg *Message, err error) error
 	onSettled    func(Settlement)
 	retry        *RetryPolicy
-	n            int
+	n            int // handlers at once (Concurrency)
 	limit        int
 	idle         time.Duration
 	renew        time.Duration
 	lease        time.Duration
 	drainTimeout time.Duration
+}
 
+// loopContexts are the contexts of a run.
+type loopContexts struct {
 	popCtx    context.Context // ends when the loop is asked to stop
 	popCancel context.CancelFunc
 	hctx      context.Context // handlers' ctx: ends if a drain runs out of time
@@ -426,57 +430,33 @@ type run struct {
 	// Start or Execute, and the one given to Consume); only their Err is
 	// read, to tell a failure caused by the stop.
 	ends [2]context.Context
-
-	mu        sync.Mutex
-	cond      *sync.Cond
-	pending   []*job
-	current   map[*job]struct{}
-	running   int
-	fetchers  int // fetch goroutines still running
-	popping   int // pops in flight
-	stopping  bool
-	giving    int // requestStop calls still giving back pending jobs; the loop is not done before they are
-	abandoned bool
-	listed    bool // abandon has made drainErr: nothing the loop does changes it any more
-	acking    int  // AckBatch calls of the loop in flight; abandon waits for them
-	// held are the messages the loop took and has not finished with, in
-	// the order taken (see hold): after an abandon, exactly those left to
-	// their leases.
-	held    map[*Message]uint64
-	heldSeq uint64
-	// testListWait, set only by tests, runs (under mu) when a drain
-	// starts waiting for another one's list.
-	testListWait func()
-	taken        int            // messages taken and not given back, for Limit
-	lastActive   time.Time      // under mu
-	leases       map[string]int // lease id -> jobs not finished
-	loopErr      error
-	drainErr     error
-	stopCh       chan struct{}
-	done         chan struct{} // every goroutine of the loop returned
-	over         chan struct{} // done, or abandoned by a drain
-	overOnce     sync.Once
-	unhook       []func() bool
-	inflight     atomic.Int32
 }
 
 func newRun(c *Consumer, ctx context.Context) *run {
 	q := &c.q
 	req, _ := q.popRequest() // validated by Consume
 	r := &run{
-		h: q.h, req: req, group: groupName(req.Group), ackGroup: req.Group,
-		each: c.each, batch: c.batch, lanes: c.each != nil || q.each,
-		onSuccess: c.onSuccess, onError: c.onError, onSettled: c.onSettled,
-		retry: q.retry, n: q.concurrency, limit: q.limit, idle: q.idle, renew: q.renew, lease: q.lease,
-		drainTimeout: q.drainTimeout,
-		current:      make(map[*job]struct{}),
-		leases:       make(map[string]int),
-		held:         make(map[*Message]uint64),
-		stopCh:       make(chan struct{}),
-		done:         make(chan struct{}),
-		over:         make(chan struct{}),
-		fetchers:     fetchersFor(q.concurrency, q.limit),
-		lastActive:   time.Now(),
+		loopConfig: loopConfig{
+			h: q.h, req: req, group: groupName(req.Group), ackGroup: req.Group,
+			each: c.each, batch: c.batch, byPartition: c.each != nil || q.each,
+			onSuccess: c.onSuccess, onError: c.onError, onSettled: c.onSettled,
+			retry: q.retry, n: q.concurrency, limit: q.limit, idle: q.idle, renew: q.renew, lease: q.lease,
+			drainTimeout: q.drainTimeout,
+		},
+		schedule: schedule{
+			current:    make(map[*lane]struct{}),
+			leases:     make(map[string]int),
+			fetchers:   fetchersFor(q.concurrency, q.limit),
+			lastActive: time.Now(),
+		},
+		stopState: stopState{
+			held:     make(map[*Message]uint64),
+			stopCh:   make(chan struct{}),
+			gaveBack: make(chan struct{}),
+			listed:   make(chan struct{}),
+		},
+		done: make(chan struct{}),
+		over: make(chan struct{}),
 	}
 	if r.drainTimeout == 0 {
 		r.drainTimeout = r.h.defaultDrain()
@@ -484,7 +464,7 @@ func newRun(c *Consumer, ctx context.Context) *run {
 	r.userSettles = !q.autoAck || r.onSuccess != nil || r.onError != nil
 	r.exact = r.h.exactLeases()
 	r.ends = [2]context.Context{ctx, c.parent}
-	r.cond = sync.NewCond(&r.mu)
+	r.canPop.L, r.hasWork.L, r.acksLanded.L = &r.mu, &r.mu, &r.mu
 	base := context.WithoutCancel(ctx)
 	if c.parent != nil && c.parent != ctx {
 		base = valuesOf{base, c.parent}
@@ -496,6 +476,8 @@ func newRun(c *Consumer, ctx context.Context) *run {
 	return r
 }
 
+// start runs the loop's goroutines: its fetchers, its workers and, with
+// RenewLease, renewLoop.
 func (r *run) start(ctx, parent context.Context) {
 	r.h.loops().add(r)
 	stop := func() { r.drain(time.Now().Add(r.drainTimeout), nil) }
@@ -518,44 +500,18 @@ func (r *run) start(ctx, parent context.Context) {
 			go r.renewLoop()
 		}
 		wg.Wait()
-		// A stop gives back the jobs no worker took on its own goroutine
+		// A stop gives back the lanes no worker took on its own goroutine
 		// (a ctx's AfterFunc, Stop, Close): the loop is done, and Execute
 		// returns, once they are given back and reported.
 		r.mu.Lock()
-		for r.giving > 0 {
-			r.cond.Wait()
-		}
+		stopping := r.stopping
 		r.mu.Unlock()
+		if stopping {
+			<-r.gaveBack
+		}
 		close(r.done)
 		r.finish()
 	}()
-}
-
-// interrupted reports whether the loop has been asked to stop: Stopping is
-// closed, or a context whose end stops the loop has ended (its AfterFunc
-// may not have run yet). A handler failure seen then is put down to the
-// stop. It never turns false again.
-func (r *run) interrupted() bool {
-	select {
-	case <-r.stopCh:
-		return true
-	default:
-	}
-	for _, ctx := range r.ends {
-		if ctx != nil && ctx.Err() != nil {
-			return true
-		}
-	}
-	return false
-}
-
-// stopIfInterrupted makes the loop stop at once if it has been asked to,
-// without waiting for the hook of an ended ctx to run: a handler that
-// cancels the loop's ctx sees no further message started.
-func (r *run) stopIfInterrupted() {
-	if r.interrupted() {
-		r.requestStop()
-	}
 }
 
 // finish marks the loop over for its callers.
@@ -581,752 +537,4 @@ func (r *run) result() error {
 		return r.drainErr
 	}
 	return r.loopErr
-}
-
-// requestStop makes the loop take no more messages and gives back those
-// not started.
-func (r *run) requestStop() {
-	r.mu.Lock()
-	if r.stopping {
-		r.mu.Unlock()
-		return
-	}
-	r.stopping = true
-	close(r.stopCh)
-	var rest []*Message
-	for _, j := range r.pending {
-		rest = append(rest, j.msgs[j.next:]...)
-		r.leaseDone(j)
-	}
-	r.pending = nil
-	r.giving++
-	r.cond.Broadcast()
-	r.mu.Unlock()
-	r.popCancel()
-	r.giveBack(rest)
-	r.mu.Lock()
-	r.giving--
-	r.cond.Broadcast()
-	r.mu.Unlock()
-}
-
-// drain stops the loop and waits for it until deadline or cancel, then
-// abandons what is still running. It implements drainer. The loop's own
-// drain timeout, counted from now, bounds deadline: whoever stops it
-// (Stop, its ctx, the client's Close) waits no longer than that.
-func (r *run) drain(deadline time.Time, cancel <-chan struct{}) error {
-	if own := time.Now().Add(r.drainTimeout); own.Before(deadline) {
-		deadline = own
-	}
-	r.requestStop()
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
-	select {
-	case <-r.over:
-	case <-t.C:
-		r.abandon()
-	case <-cancel:
-		r.abandon()
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.drainErr
-}
-
-// abandon gives up on the running handlers: their outcomes will be
-// discarded and their messages left to their leases. The loop sends no
-// ack from now on; abandon waits for those already being written, so that
-// the DrainError it makes lists exactly the messages left to their leases:
-// those whose ack landed are not listed, those whose ack was refused,
-// failed or never sent are.
-func (r *run) abandon() {
-	r.mu.Lock()
-	if r.abandoned {
-		if !r.listed && r.testListWait != nil {
-			r.testListWait()
-		}
-		for !r.listed { // another drain is making the list
-			r.cond.Wait()
-		}
-		r.mu.Unlock()
-		return
-	}
-	if r.running == 0 && r.fetchers == 0 && len(r.current) == 0 {
-		r.mu.Unlock()
-		return
-	}
-	select {
-	case <-r.done:
-		r.mu.Unlock()
-		return
-	default:
-	}
-	r.abandoned = true
-	r.mu.Unlock()
-	r.hcancel()
-	r.mu.Lock()
-	for r.acking > 0 {
-		r.cond.Wait()
-	}
-	if len(r.held) > 0 {
-		left := make([]*Message, 0, len(r.held))
-		for m := range r.held {
-			left = append(left, m)
-		}
-		sort.Slice(left, func(a, b int) bool { return r.held[left[a]] < r.held[left[b]] })
-		r.drainErr = &DrainError{Queue: r.req.Queue, Group: r.group, Unsettled: left}
-	}
-	r.listed = true
-	r.cond.Broadcast()
-	r.mu.Unlock()
-	r.finish()
-}
-
-// hold records msgs, just taken, as messages the loop has to finish
-// with. Under r.mu.
-func (r *run) hold(msgs []*Message) {
-	for _, m := range msgs {
-		r.heldSeq++
-		r.held[m] = r.heldSeq
-	}
-}
-
-// let records that the loop is done with msgs: an ack of its own for them
-// landed (landed), or they are released, given back or left to a handler
-// that settles them. Once the loop is abandoned only a landed ack takes a
-// message out of the list. Under r.mu.
-func (r *run) let(msgs []*Message, landed bool) {
-	if r.abandoned && !landed {
-		return
-	}
-	for _, m := range msgs {
-		delete(r.held, m)
-	}
-}
-
-// letGo is let under r.mu's lock.
-func (r *run) letGo(msgs []*Message, landed bool) {
-	r.mu.Lock()
-	r.let(msgs, landed)
-	r.mu.Unlock()
-}
-
-// ackStart counts an AckBatch of the loop in flight; with gated, it
-// refuses (false) once the loop was abandoned: nothing it then sends
-// would be in the drain's list.
-func (r *run) ackStart(gated bool) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if gated && r.abandoned {
-		return false
-	}
-	r.acking++
-	return true
-}
-
-// ackEnd ends an AckBatch of the loop: under r.mu, it records what it
-// settled with let, then wakes an abandon waiting for it.
-func (r *run) ackEnd(settled func()) {
-	r.mu.Lock()
-	settled()
-	r.acking--
-	r.cond.Broadcast()
-	r.mu.Unlock()
-}
-
-// maxFetchers bounds the goroutines of a loop that pop at once.
-const maxFetchers = 4
-
-// fetchersFor is how many goroutines of a loop with concurrency n and
-// limit pop: one per handler up to maxFetchers, so that pops overlap one
-// another and the handlers; one under a Limit, which each pop is sized
-// against.
-func fetchersFor(n, limit int) int {
-	if limit > 0 {
-		return 1
-	}
-	return max(1, min(n, maxFetchers))
-}
-
-// fetch pops whenever a handler is free, nothing is waiting for one and
-// no pop already in flight is for it. Several run at once (fetchersFor).
-func (r *run) fetch() {
-	defer func() {
-		r.mu.Lock()
-		r.fetchers--
-		r.cond.Broadcast()
-		r.mu.Unlock()
-	}()
-	backoff := time.Duration(0) // after pops that failed with ErrUnavailable
-	for {
-		r.mu.Lock()
-		for !r.stopping && (len(r.pending) > 0 || r.running+r.popping >= r.n || r.limit > 0 && r.taken >= r.limit && r.running > 0) {
-			r.cond.Wait()
-		}
-		if r.stopping || r.limit > 0 && r.taken >= r.limit {
-			r.mu.Unlock()
-			return
-		}
-		req := r.req
-		if r.limit > 0 {
-			left := r.limit - r.taken
-			switch {
-			case req.Batch > 0:
-				req.Batch = min(req.Batch, left)
-			case !req.Autopilot:
-				req.Batch = 1
-			case left < 1000:
-				req.Batch = left
-			}
-		}
-		if r.idle > 0 {
-			// Idle time counts only while no handler runs; a poll made
-			// while one runs still looks again within r.idle.
-			left := r.idle
-			if r.running == 0 {
-				left -= time.Since(r.lastActive)
-				if left <= 0 {
-					r.mu.Unlock()
-					return
-				}
-			}
-			timeout := req.Timeout
-			if timeout == 0 {
-				timeout = 30 * time.Second
-			}
-			req.Timeout = max(min(timeout, left), time.Millisecond)
-		}
-		r.popping++
-		r.mu.Unlock()
-
-		popped := r.h.clockNow()
-		res, err := r.h.Pop(r.popCtx, req)
-		r.mu.Lock()
-		r.popping--
-		r.cond.Broadcast()
-		r.mu.Unlock()
-		if err != nil {
-			if r.popCtx.Err() != nil {
-				return
-			}
-			if errors.Is(err, ErrUnavailable) {
-				// The broker is out of reach for now (a remote client):
-				// wait and pop again, up to unavailableBackoff apart.
-				backoff = min(max(2*backoff, pollInterval), unavailableBackoff)
-				r.h.logger().Warn("queen: consume: pop failed; popping again", "queue", r.req.Queue, "group", r.group, "in", backoff, "err", err)
-				sleepCtx(r.popCtx, backoff)
-				continue
-			}
-			r.mu.Lock()
-			r.loopErr = err
-			r.mu.Unlock()
-			r.requestStop()
-			return
-		}
-		backoff = 0
-		if len(res.Messages) == 0 {
-			if !req.Wait {
-				wait := pollInterval
-				if r.idle > 0 {
-					r.mu.Lock() // workers and other fetchers write lastActive
-					wait = min(wait, max(r.idle-time.Since(r.lastActive), time.Millisecond))
-					r.mu.Unlock()
-				}
-				sleepCtx(r.popCtx, wait)
-			}
-			continue
-		}
-		jobs := r.split(res, popped)
-		r.mu.Lock()
-		r.hold(res.Messages)
-		r.lastActive = time.Now()
-		r.taken += len(res.Messages)
-		if r.stopping {
-			r.mu.Unlock()
-			r.giveBack(res.Messages)
-			return
-		}
-		r.pending = append(r.pending, jobs...)
-		r.leases[res.LeaseID] += len(jobs)
-		for range jobs {
-			r.h.track(res.LeaseID)
-		}
-		r.cond.Broadcast()
-		r.mu.Unlock()
-	}
-}
-
-// sleepCtx waits d, or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
-}
-
-// split cuts a pop into jobs.
-func (r *run) split(res *PopResult, popped time.Time) []*job {
-	if !r.lanes {
-		return []*job{{msgs: res.Messages, leaseID: res.LeaseID}}
-	}
-	var jobs []*job
-	byPart := make(map[string]*job)
-	for _, m := range res.Messages {
-		j := byPart[m.PartitionID]
-		if j == nil {
-			j = &job{leaseID: res.LeaseID, confirmed: popped}
-			byPart[m.PartitionID] = j
-			jobs = append(jobs, j)
-		}
-		j.msgs = append(j.msgs, m)
-	}
-	return jobs
-}
-
-// work runs jobs until the loop stops.
-func (r *run) work() {
-	// A job's acks are still being written when its handling ends: the
-	// worker takes its next job meanwhile, and waits for them only once
-	// the next job has been handled (or when it returns), so it never has
-	// more than one job's acks in flight.
-	var prev *job
-	defer func() {
-		if prev != nil {
-			r.retire(prev)
-		}
-	}()
-	for {
-		r.mu.Lock()
-		for len(r.pending) == 0 && r.fetchers > 0 && !r.stopping {
-			r.cond.Wait()
-		}
-		if len(r.pending) == 0 || r.abandoned {
-			r.mu.Unlock()
-			return
-		}
-		j := r.pending[0]
-		r.pending = r.pending[1:]
-		r.running++
-		r.current[j] = struct{}{}
-		if len(r.pending) == 0 {
-			r.cond.Broadcast() // the fetcher waits for pending to empty
-		}
-		r.mu.Unlock()
-
-		if r.lanes {
-			r.runLane(j)
-		} else {
-			r.runBatch(j)
-		}
-		if prev != nil {
-			r.retire(prev)
-		}
-		prev = j
-		r.endLane(j)
-		r.mu.Lock()
-		r.running--
-		r.lastActive = time.Now()
-		r.cond.Broadcast()
-		r.mu.Unlock()
-	}
-}
-
-// endLane starts writing the acks lane j still has queued, now that its
-// handling is over; once they are written, j is forgotten.
-func (r *run) endLane(j *job) {
-	r.mu.Lock()
-	j.over = true
-	if j.timer != nil {
-		j.timer.Stop()
-		j.timer = nil
-	}
-	switch {
-	case j.flushing: // sendAcks takes the rest and forgets j
-	case len(j.queued) > 0:
-		go r.sendAcks(j, 0)
-	default:
-		r.forgetJob(j)
-	}
-	r.mu.Unlock()
-}
-
-// retire waits until lane j's acks are written, writing those still
-// queued itself, and forgets j.
-func (r *run) retire(j *job) {
-	r.flushAcks(j)
-	r.mu.Lock()
-	r.forgetJob(j)
-	r.mu.Unlock()
-}
-
-// forgetJob ends j: it is no longer current and its lease no longer
-// renewed for it. Under r.mu; once per job.
-func (r *run) forgetJob(j *job) {
-	if j.forgotten {
-		return
-	}
-	j.forgotten = true
-	delete(r.current, j)
-	r.leaseDone(j)
-	r.cond.Broadcast()
-}
-
-// leaseDone forgets one job of j's lease for renewals. Under r.mu.
-func (r *run) leaseDone(j *job) {
-	r.h.untrack(j.leaseID)
-	if n, ok := r.leases[j.leaseID]; ok {
-		if n <= 1 {
-			delete(r.leases, j.leaseID)
-		} else {
-			r.leases[j.leaseID] = n - 1
-		}
-	}
-}
-
-// runLane handles one partition's messages in order, stopping at the
-// first one no longer leased to the loop (its failure gave the rest back,
-// or the lane's lease was lost). The acks of what it accepted may still be
-// queued or being written when it returns (see work).
-func (r *run) runLane(j *job) {
-	for {
-		r.stopIfInterrupted()
-		r.mu.Lock()
-		if r.abandoned || j.next >= len(j.msgs) {
-			r.mu.Unlock()
-			return
-		}
-		if r.stopping {
-			rest := j.msgs[j.next:]
-			j.next = len(j.msgs)
-			r.mu.Unlock()
-			// What was accepted is acked before the rest is given back:
-			// giving back releases the partition.
-			r.flushAcks(j)
-			r.giveBack(rest)
-			return
-		}
-		msg := j.msgs[j.next]
-		j.next++
-		stale := !r.exact && (len(j.queued) > 0 || j.flushing) && r.h.clockNow().Sub(j.confirmed) >= laneConfirm
-		r.mu.Unlock()
-		if stale {
-			r.flushAcks(j)
-		}
-
-		switch r.h.leaseState(msg) {
-		case leaseSettled: // the handler settled it ahead
-			r.letGo([]*Message{msg}, true)
-			continue
-		case leaseLost:
-			r.mu.Lock()
-			rest := j.msgs[j.next-1:]
-			j.next = len(j.msgs)
-			r.mu.Unlock()
-			r.flushAcks(j) // reported before the rest, in the lane's order
-			r.release(rest)
-			return
-		}
-		r.mu.Lock()
-		j.cur = []*Message{msg}
-		rest := j.msgs[j.next:]
-		r.mu.Unlock()
-		var back bool
-		if r.userSettles {
-			back = r.handle(nil, j.cur, rest)
-		} else {
-			back = r.handleInLane(j, msg, rest)
-		}
-		r.mu.Lock()
-		j.cur = nil
-		if back {
-			j.next = len(j.msgs)
-		}
-		r.mu.Unlock()
-		if back { // the rest comes back behind msg
-			r.unclaim(rest, false)
-			r.reportReleased(rest)
-			return
-		}
-	}
-}
-
-// handleInLane runs the handler on msg, one of lane j's, when the loop
-// acks by itself. An accepted message joins the lane's next AckBatch and
-// the lane goes on at once; any other result is acked now, in one AckBatch
-// behind the lane's accepted messages not yet acked, so the lane's acks
-// keep its order. It reports whether rest comes back (see handle).
-func (r *run) handleInLane(j *job, msg *Message, rest []*Message) (back bool) {
-	if _, err := msg.Decode(); err != nil { // parked before the handler runs
-		r.settle(append(r.takeAcks(j), handled{m: msg, err: Park(&DecodeError{Type: "map[string]any", Err: err})}), nil)
-		return false
-	}
-	start := time.Now()
-	err := r.call(j.cur)
-	d := time.Since(start)
-	r.mu.Lock()
-	abandoned := r.abandoned
-	r.mu.Unlock()
-	if abandoned {
-		r.report(j.cur, decision{outcome: OutcomeDiscarded}, err, true, nil, nil, d)
-		return false
-	}
-	if err == nil {
-		r.accepted(j, handled{m: msg, ran: true, d: d})
-		return false
-	}
-	if r.interrupted() {
-		r.requestStop() // see handle
-	}
-	return r.settle(append(r.takeAcks(j), handled{m: msg, err: err, ran: true, d: d}), rest)
-}
-
-// accepted queues h, accepted, for lane j's next AckBatch: the one being
-// written takes it when it is done, or else a timer sends it after
-// ackLinger.
-func (r *run) accepted(j *job, h handled) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	j.queued = append(j.queued, h)
-	if j.flushing || j.timer != nil {
-		return
-	}
-	j.armed++
-	armed := j.armed
-	j.timer = time.AfterFunc(ackLinger, func() { r.sendAcks(j, armed) })
-}
-
-// sendAcks writes lane j's queued acks, one AckBatch after another, until
-// none is queued; armed numbers the timer that called it (0 if none).
-func (r *run) sendAcks(j *job, armed int) {
-	r.mu.Lock()
-	if armed != 0 && armed == j.armed {
-		j.timer = nil
-	}
-	if j.flushing {
-		r.mu.Unlock()
-		return
-	}
-	j.flushing = true
-	for len(j.queued) > 0 {
-		batch := j.queued
-		j.queued = nil
-		r.mu.Unlock()
-		r.settleLane(j, batch)
-		r.mu.Lock()
-	}
-	j.flushing = false
-	if j.over {
-		r.forgetJob(j)
-	}
-	r.cond.Broadcast()
-	r.mu.Unlock()
-}
-
-// takeAcks waits for lane j's AckBatch being written, if any, and takes
-// the acks queued, which the caller then writes itself.
-func (r *run) takeAcks(j *job) []handled {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if j.timer != nil {
-		j.timer.Stop()
-		j.timer = nil
-	}
-	for j.flushing {
-		r.cond.Wait()
-	}
-	q := j.queued
-	j.queued = nil
-	return q
-}
-
-// flushAcks writes lane j's queued acks and returns once none is left
-// being written.
-func (r *run) flushAcks(j *job) {
-	if q := r.takeAcks(j); len(q) > 0 {
-		r.settleLane(j, q)
-	}
-}
-
-// settleLane acks hs, accepted messages of lane j, and moves j.confirmed
-// to the sending time when every ack was taken.
-func (r *run) settleLane(j *job, hs []handled) {
-	sent := r.h.clockNow()
-	if _, refused := r.settleAll(hs, nil); refused == 0 {
-		r.mu.Lock()
-		j.confirmed = sent
-		r.mu.Unlock()
-	}
-}
-
-// runBatch hands a whole pop to the batch handler.
-func (r *run) runBatch(j *job) {
-	r.stopIfInterrupted()
-	r.mu.Lock()
-	if r.stopping {
-		j.next = len(j.msgs)
-		r.mu.Unlock()
-		r.giveBack(j.msgs)
-		return
-	}
-	j.next, j.cur = len(j.msgs), j.msgs
-	r.mu.Unlock()
-	var live, lost []*Message
-	for _, m := range j.msgs {
-		switch r.h.leaseState(m) {
-		case leaseHeld:
-			live = append(live, m)
-		case leaseLost:
-			lost = append(lost, m)
-		}
-	}
-	r.mu.Lock()
-	j.cur = live
-	r.mu.Unlock()
-	r.release(lost)
-	if len(live) > 0 {
-		r.handle(j, live, nil)
-	}
-	r.mu.Lock()
-	j.cur = nil
-	r.mu.Unlock()
-}
-
-// handle runs the handler on msgs and settles them. rest are the messages
-// of the lane behind msgs; handle reports whether they come back (msgs
-// were given back, not settled for good). With j, a batch job, accepted
-// messages are queued on j for their AckBatch instead (see work).
-func (r *run) handle(j *job, msgs, rest []*Message) (back bool) {
-	ok := msgs[:0:0]
-	for _, m := range msgs {
-		if _, err := m.Decode(); err != nil { // parked before the handler runs
-			r.settle([]handled{{m: m, err: Park(&DecodeError{Type: "map[string]any", Err: err})}}, nil)
-			continue
-		}
-		ok = append(ok, m)
-	}
-	if len(ok) == 0 {
-		return false
-	}
-	start := time.Now()
-	err := r.call(ok)
-	d := time.Since(start)
-	r.mu.Lock()
-	abandoned := r.abandoned
-	r.mu.Unlock()
-	if abandoned {
-		r.report(ok, decision{outcome: OutcomeDiscarded}, err, true, nil, nil, d)
-		return false
-	}
-	if err != nil && r.interrupted() {
-		// The stop caused this failure, and its context may have ended
-		// before the loop's own hook ran: stop taking messages before the
-		// message is given back, so the loop does not pop it again.
-		r.requestStop()
-	}
-	if r.userSettles {
-		return r.userSettle(ok, err, d, rest)
-	}
-	hs := make([]handled, len(ok))
-	for i, m := range ok {
-		hs[i] = handled{m: m, err: err, ran: true, d: d}
-	}
-	if j != nil && err == nil {
-		r.mu.Lock()
-		j.queued = append(j.queued, hs...)
-		r.mu.Unlock()
-		return false
-	}
-	return r.settle(hs, rest)
-}
-
-// call runs the handler, turning a panic into a *PanicError.
-func (r *run) call(msgs []*Message) (err error) {
-	r.inflight.Add(1)
-	r.h.observe(Event{Kind: EventInFlight, Queue: r.req.Queue, Group: r.group, Count: 1})
-	defer func() {
-		if p := recover(); p != nil {
-			err = &PanicError{Value: p}
-		}
-		r.inflight.Add(-1)
-		r.h.observe(Event{Kind: EventInFlight, Queue: r.req.Queue, Group: r.group, Count: -1})
-	}()
-	if r.each != nil {
-		return r.each(r.hctx, msgs[0])
-	}
-	return r.batch(r.hctx, msgs)
-}
-
-// callback runs an OnSuccess or OnError callback, recovering a panic.
-func callback(fn func() error) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = &PanicError{Value: p}
-		}
-	}()
-	return fn()
-}
-
-// userSettle is what follows a handler under AutoAck(false) or with
-// callbacks: the handler or callbacks settle, and the loop settles as a
-// failure whatever a failure left unsettled.
-func (r *run) userSettle(msgs []*Message, herr error, d time.Duration, rest []*Message) (back bool) {
-	for _, m := range msgs {
-		var err error
-		switch {
-		case herr == nil && r.onSuccess != nil:
-			err = callback(func() error { return r.onSuccess(r.hctx, m) })
-		case herr == nil:
-		case r.interrupted(): // not a failure: the loop gives it back
-			err = herr
-		case r.onError != nil:
-			err = callback(func() error { return r.onError(r.hctx, m, herr) })
-		default:
-			err = herr
-		}
-		if err != nil && r.h.leaseState(m) == leaseHeld {
-			back = r.settle([]handled{{m: m, err: err, ran: true, d: d}}, rest) || back
-			continue
-		}
-		r.letGo([]*Message{m}, false)
-		r.report([]*Message{m}, decision{outcome: OutcomeHandled}, herr, true, nil, nil, d)
-	}
-	return back
-}
-
-// renewLoop renews the leases of unfinished jobs every r.renew.
-func (r *run) renewLoop() {
-	t := time.NewTicker(r.renew)
-	defer t.Stop()
-	for {
-		select {
-		case <-r.over:
-			return
-		case <-t.C:
-		}
-		r.mu.Lock()
-		ids := make([]string, 0, len(r.leases))
-		for id := range r.leases {
-			ids = append(ids, id)
-		}
-		r.mu.Unlock()
-		d := r.lease
-		if d == 0 {
-			d = r.h.leaseFor(r.ackCtx, r.req.Queue)
-		}
-		for _, id := range ids {
-			_, err := r.h.RenewLease(r.ackCtx, id, d)
-			switch {
-			case err == nil:
-			case errors.Is(err, ErrNotFound), errors.Is(err, ErrLeaseExpired):
-				r.h.lost(id)
-				r.mu.Lock()
-				delete(r.leases, id)
-				r.mu.Unlock()
-			case errors.Is(err, ErrClosed):
-				return
-			}
-		}
-	}
 }
