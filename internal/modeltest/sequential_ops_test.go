@@ -1,4 +1,4 @@
-package queen_test
+package modeltest_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/modelgen"
 	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/queenlite/queen/internal/repro"
 )
@@ -22,27 +23,15 @@ import (
 // each drawing its parameters, printing its Go code, calling the broker,
 // checking the answer against the model and updating the model.
 
+// What the operations draw from: q0 more often than q1, the default
+// partition 1 time in 16.
 var (
 	seqQueueNames = []string{"q0", "q1"}
 	seqPartNames  = []string{"a", "b", "c"}
-	seqGroupNames = []string{"", "g1", "g2", "cf"}
+	seqQueues     = modelgen.Pool{"q0", "q0", "q0", "q0", "q0", "q0", "q0", "q1", "q1", "q1"}
+	seqParts      = modelgen.Pool{"a", "b", "c", "a", "b", "c", "a", "b", "c", "a", "b", "c", "a", "b", "c", queen.DefaultPartition}
+	seqGroups     = modelgen.Pool{"", "g1", "g2", modelgen.ConflationGroup}
 )
-
-func pickQ(r *rand.Rand) string {
-	if r.IntN(10) < 7 {
-		return "q0"
-	}
-	return "q1"
-}
-
-func pickP(r *rand.Rand) string {
-	if r.IntN(15) == 0 {
-		return queen.DefaultPartition
-	}
-	return seqPartNames[r.IntN(len(seqPartNames))]
-}
-
-func pickG(r *rand.Rand) string { return seqGroupNames[r.IntN(len(seqGroupNames))] }
 
 // Go literals for the reproducer.
 
@@ -57,17 +46,10 @@ func (m *seqModel) gtime(us int64) string {
 // gstamp is an instant as an RFC 3339 string in the reproducer.
 func (m *seqModel) gstamp(us int64) string { return m.gtime(us) + ".UTC().Format(time.RFC3339Nano)" }
 
-func gpayload(p []byte) string {
-	if len(p) > 200 {
-		return fmt.Sprintf("big(%d)", len(p))
-	}
-	return "json.RawMessage(" + strconv.Quote(string(p)) + ")"
-}
-
 // gpush and gpushes write pushes for the reproducer.
-func gpush(it queen.PushItem) string { return repro.PushItem(it, gpayload) }
+func gpush(it queen.PushItem) string { return repro.PushItem(it, modelgen.GoPayload) }
 
-func gpushes(items []queen.PushItem) string { return repro.PushItems(items, gpayload) }
+func gpushes(items []queen.PushItem) string { return repro.PushItems(items, modelgen.GoPayload) }
 
 // gpop writes a pop request for the reproducer.
 func (m *seqModel) gpop(req queen.PopRequest) string {
@@ -151,21 +133,6 @@ func (m *seqModel) checkErr(kind, where string, got, want error) bool {
 		return false
 	}
 	return true
-}
-
-// payload draws a JSON value.
-func (m *seqModel) payload(r *rand.Rand) json.RawMessage {
-	switch r.IntN(12) {
-	case 0:
-		return json.RawMessage(strconv.Itoa(r.IntN(100)))
-	case 1:
-		return nil // stored as null
-	case 2:
-		return json.RawMessage(`"s` + strconv.Itoa(r.IntN(100)) + `"`)
-	case 3:
-		return json.RawMessage(`[1, {"a": null}]`)
-	}
-	return json.RawMessage(fmt.Sprintf(`{"k":%d,"v":"%x"}`, r.IntN(1000), r.Uint32()))
 }
 
 func normPayload(p json.RawMessage) string {
@@ -317,25 +284,25 @@ func (m *seqModel) checkPushes(where string, items []queen.PushItem, res []queen
 }
 
 func (m *seqModel) opPush(i int, r *rand.Rand, builder bool) {
-	qn := pickQ(r)
+	qn := seqQueues.Pick(r)
 	var items []queen.PushItem
 	if builder {
-		part := pickP(r)
+		part := seqParts.Pick(r)
 		n := 1 + r.IntN(3)
 		var args []string
 		for range n {
-			p := m.payload(r)
+			p := modelgen.Payload(r)
 			if len(p) == 0 {
 				p = json.RawMessage("null")
 			}
 			items = append(items, queen.PushItem{Queue: qn, Partition: part, Payload: p})
-			args = append(args, gpayload(p))
+			args = append(args, modelgen.GoPayload(p))
 		}
 		m.emit("_, err = b.Queue(%s).Partition(%s).Push(ctx, %s)", gq(qn), gq(part), strings.Join(args, ", "))
 	} else {
 		n := 1 + r.IntN(4)
 		for range n {
-			it := queen.PushItem{Queue: qn, Partition: pickP(r)}
+			it := queen.PushItem{Queue: qn, Partition: seqParts.Pick(r)}
 			if r.IntN(6) == 0 {
 				it.Queue = seqQueueNames[r.IntN(2)]
 			}
@@ -357,7 +324,7 @@ func (m *seqModel) opPush(i int, r *rand.Rand, builder bool) {
 			if r.IntN(10) == 0 {
 				it.TraceID = "trace-" + strconv.Itoa(r.IntN(5))
 			}
-			it.Payload = m.payload(r)
+			it.Payload = modelgen.Payload(r)
 			items = append(items, it)
 		}
 		m.emit("_, err = b.Push(ctx, %s)", gpushes(items))
@@ -411,7 +378,7 @@ func (m *seqModel) opPushLarge(i int, r *rand.Rand) {
 		}
 	}
 	m.nextTx++
-	it := queen.PushItem{Queue: pickQ(r), Partition: pickP(r), TransactionID: fmt.Sprintf("t%d", m.nextTx), Payload: bigPayload(n)}
+	it := queen.PushItem{Queue: seqQueues.Pick(r), Partition: seqParts.Pick(r), TransactionID: fmt.Sprintf("t%d", m.nextTx), Payload: bigPayload(n)}
 	m.emit("_, err = b.Push(ctx, %s)", gpushes([]queen.PushItem{it}))
 	m.emitErr(wantErr)
 	res, err := m.b.Push(mctx, []queen.PushItem{it})
@@ -450,34 +417,12 @@ func (m *seqModel) pastTime(r *rand.Rand) time.Time {
 }
 
 func (m *seqModel) opPop(i int, r *rand.Rand, builder bool) {
-	req := queen.PopRequest{Queue: pickQ(r), Group: pickG(r), Batch: r.IntN(8), Partitions: r.IntN(4)}
-	if r.IntN(5) == 0 {
-		req.Partition = pickP(r)
-	}
-	switch r.IntN(5) {
-	case 0:
-		req.Lease = 5 * time.Second
-	case 1:
-		req.Lease = 40 * time.Second
-	case 2:
-		req.Lease = 120 * time.Second
-	}
-	if req.Group == "cf" {
-		req.Conflation = true
-		req.CommitOnDelivery = r.IntN(30) == 0 // refused
-	} else if r.IntN(7) == 0 {
-		req.CommitOnDelivery = true
-	}
-	if req.Group != "" {
-		switch r.IntN(4) {
-		case 0:
-			req.SubscriptionMode = queen.SubscriptionModeNew
-		case 1:
-			req.SubscriptionMode = queen.SubscriptionModeAll
-		case 2:
-			req.SubscriptionFrom = m.pastTime(r)
+	space := modelgen.Space{Queues: seqQueues, Partitions: seqParts, Groups: seqGroups, Past: m.pastTime}
+	req := space.Pop(r, func(req *queen.PopRequest) {
+		if r.IntN(5) == 0 {
+			req.Partition = seqParts.Pick(r)
 		}
-	}
+	})
 	if r.IntN(12) == 0 {
 		req.Autopilot = true
 	}
@@ -798,7 +743,7 @@ func (m *seqModel) checkEmpty(where string, q *smQueue, g *smGroup, req queen.Po
 }
 
 func (m *seqModel) opDiscover(i int, r *rand.Rand) {
-	req := queen.PopRequest{Namespace: "ns", Group: seqGroupNames[r.IntN(3)], Batch: r.IntN(5), Partitions: r.IntN(3)}
+	req := queen.PopRequest{Namespace: "ns", Group: seqGroups[r.IntN(3)], Batch: r.IntN(5), Partitions: r.IntN(3)}
 	if r.IntN(3) == 0 {
 		req.Task = "t0"
 	}
@@ -876,7 +821,7 @@ func (m *seqModel) ackItemsFor(r *rand.Rand, h *smHeld, txn bool) ([]queen.AckIt
 		case r.IntN(60) == 0 && !txn:
 			it.Status = "bogus"
 		case r.IntN(30) == 0:
-			it.Group = seqGroupNames[r.IntN(3)]
+			it.Group = seqGroups[r.IntN(3)]
 		}
 		items[j] = it
 	}
@@ -1385,11 +1330,11 @@ func (m *seqModel) retain(p *smPart, cutoff int64, kind int) {
 }
 
 func (m *seqModel) opSeek(i int, r *rand.Rand, onePart bool) {
-	qn := pickQ(r)
+	qn := seqQueues.Pick(r)
 	if r.IntN(20) == 0 {
 		qn = "nope"
 	}
-	group := pickG(r)
+	group := seqGroups.Pick(r)
 	if r.IntN(20) == 0 {
 		group = "gx"
 	}
@@ -1421,7 +1366,7 @@ func (m *seqModel) opSeek(i int, r *rand.Rand, onePart bool) {
 	}
 	part := ""
 	if onePart {
-		part = pickP(r)
+		part = seqParts.Pick(r)
 		if r.IntN(20) == 0 {
 			part = "zz"
 		}
@@ -1500,7 +1445,7 @@ func (m *seqModel) opSeek(i int, r *rand.Rand, onePart bool) {
 }
 
 func (m *seqModel) opSetSub(r *rand.Rand) {
-	group := pickG(r)
+	group := seqGroups.Pick(r)
 	from := m.pastTime(r)
 	var want error
 	if r.IntN(15) == 0 {
@@ -1561,8 +1506,8 @@ func (m *seqModel) opSetSub(r *rand.Rand) {
 }
 
 func (m *seqModel) opDeleteGroup(r *rand.Rand) {
-	group := pickG(r)
-	qn := pickQ(r)
+	group := seqGroups.Pick(r)
+	qn := seqQueues.Pick(r)
 	if r.IntN(4) == 0 {
 		qn = ""
 	}
@@ -1694,7 +1639,7 @@ func (m *seqModel) opDeleteMessage(r *rand.Rand) {
 }
 
 func (m *seqModel) opDeleteQueue(r *rand.Rand) {
-	qn := pickQ(r)
+	qn := seqQueues.Pick(r)
 	q := m.queues[qn]
 	admin := r.IntN(3) == 0
 	if admin {
@@ -1734,7 +1679,7 @@ func (m *seqModel) opDeleteQueue(r *rand.Rand) {
 }
 
 func (m *seqModel) opConfigure(r *rand.Rand) {
-	qn := pickQ(r)
+	qn := seqQueues.Pick(r)
 	cfg := queen.DefaultQueueConfig()
 	cfg.LeaseTime = []time.Duration{0, 5 * time.Second, 30 * time.Second, 120 * time.Second}[r.IntN(4)]
 	cfg.RetryLimit = r.IntN(4)
@@ -1940,7 +1885,7 @@ func (m *seqModel) opTxn(i int, r *rand.Rand) {
 	}
 	var pushes []queen.PushItem
 	for range r.IntN(4) {
-		it := queen.PushItem{Queue: pickQ(r), Partition: pickP(r), Payload: m.payload(r)}
+		it := queen.PushItem{Queue: seqQueues.Pick(r), Partition: seqParts.Pick(r), Payload: modelgen.Payload(r)}
 		if r.IntN(6) == 0 {
 			it.TransactionID = m.someTxid(r, it.Queue, it.Partition)
 		} else {
@@ -2124,12 +2069,12 @@ func (m *seqModel) opWaitStart(i int, r *rand.Rand) {
 	if m.waiter != nil {
 		return
 	}
-	req := queen.PopRequest{Queue: pickQ(r), Group: seqGroupNames[r.IntN(3)], Wait: true, Timeout: time.Minute, Batch: 1 + r.IntN(4), Partitions: r.IntN(3)}
+	req := queen.PopRequest{Queue: seqQueues.Pick(r), Group: seqGroups[r.IntN(3)], Wait: true, Timeout: time.Minute, Batch: 1 + r.IntN(4), Partitions: r.IntN(3)}
 	if r.IntN(3) == 0 {
 		req.Queue = "q" + strconv.Itoa(2+r.IntN(2)) // not there yet, maybe later
 	}
 	if r.IntN(4) == 0 {
-		req.Partition = pickP(r)
+		req.Partition = seqParts.Pick(r)
 	}
 	if req.Group != "" && r.IntN(2) == 0 {
 		req.SubscriptionMode = queen.SubscriptionModeAll

@@ -1,4 +1,4 @@
-package queen_test
+package modeltest_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/queenlite/queen"
 	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/queenlite/queen/queentest"
+	"github.com/stretchr/testify/require"
 )
 
 // TestModel_ConcurrentChaos runs -model.workers goroutines drawing from
@@ -336,7 +337,7 @@ func (c *chaos) step(r *rand.Rand, w int, helds []*chaosHeld) []*chaosHeld {
 	b := c.b
 	qn := chaosQueues[r.IntN(2)]
 	part := seqPartNames[r.IntN(3)]
-	group := seqGroupNames[r.IntN(4)]
+	group := seqGroups[r.IntN(4)]
 	switch x := r.IntN(100); {
 	case x < 22:
 		n := 1 + r.IntN(4)
@@ -831,4 +832,87 @@ func (c *chaos) stepClosing(r *rand.Rand, helds []*chaosHeld) []*chaosHeld {
 		c.check("maintain while closing", b.Maintain(bg), true)
 	}
 	return helds
+}
+
+// TestChaosChecker_PopBeforeAMoveTakesEffectHoldsNoPromise: the concurrent model test
+// reported, about one long run in twelve, a message "delivered twice with
+// attempt 1" (more rarely "settled, delivered again"), while the broker
+// was right. A DeleteGroup, seek or subscription change may move a group
+// back (for a deleted group the next pop starts a new one; a moved cursor
+// forgets its counts), so the test changes the group's epoch when it calls
+// one. It did so only before the call, so a pop that ran after that but
+// before the call took effect shared its epoch with the pops after it. The
+// steps here are that interleaving, in order: such a pop must hold no
+// promise, and a pop wholly after the move must still hold one.
+func TestChaosChecker_PopBeforeAMoveTakesEffectHoldsNoPromise(t *testing.T) {
+	t.Parallel()
+	moves := map[string]func(b *queen.Broker) error{
+		"deleteGroup": func(b *queen.Broker) error {
+			_, err := b.DeleteGroup(bg, "g1", "c0", true)
+			return err
+		},
+		"deleteGroupKeepingItsStart": func(b *queen.Broker) error {
+			_, err := b.DeleteGroup(bg, "g1", "c0", false)
+			return err
+		},
+		"seek": func(b *queen.Broker) error {
+			_, err := b.SeekPartition(bg, "g1", "c0", "a", queen.SeekOptions{Timestamp: time.Unix(0, 0)})
+			return err
+		},
+	}
+	for name, move := range moves {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := newChaos(t, 1, false)
+			pushN(t, c.b, "c0", "a", 3)
+			req := queen.PopRequest{Queue: "c0", Group: "g1", Batch: 3, SubscriptionMode: queen.SubscriptionModeAll}
+
+			done := c.moveBack("c0", "g1") // the move is called ...
+			first := c.pop(req)            // ... a pop runs before it takes effect ...
+			require.NotNil(t, first)
+			require.Equal(t, []int{1, 1, 1}, attemptsOf(first.res.Messages))
+			items := ackItems(first.res.Messages, queen.AckCompleted)
+			c.acked(first, items, []int{0, 1, 2}, ack(t, c.b, items...))
+			require.NoError(t, move(c.b)) // ... the move takes effect ...
+			done()                        // ... and returns.
+
+			again := c.pop(req)
+			require.NotNil(t, again)
+			require.Equal(t, []int64{0, 1, 2}, offsets(again.res.Messages), "the group was moved back")
+			require.Equal(t, []int{1, 1, 1}, attemptsOf(again.res.Messages), "its counts started over")
+			require.Empty(t, c.errs, "the broker was right")
+
+			c.observe(again.res, again.popping)
+			require.Len(t, c.errs, 3, "a pop after the move still holds its promise: seen twice")
+			require.Contains(t, c.errs[0], "twice with attempt 1")
+		})
+	}
+}
+
+// TestChaosChecker_PopCheckedAfterALaterOneHoldsNoPromise: the concurrent model test
+// also reported "settled, delivered again" for a message that a pop
+// delivered, then a later pop delivered again once the first lease ran out
+// (attempt 2) and settled, when the first pop's worker checked what it got
+// only after the second's had. The broker was right: a message settled
+// after a pop started may have been delivered by it.
+func TestChaosChecker_PopCheckedAfterALaterOneHoldsNoPromise(t *testing.T) {
+	t.Parallel()
+	c := newChaos(t, 1, false)
+	pushN(t, c.b, "c0", "a", 1)
+	req := queen.PopRequest{Queue: "c0", Group: "g1", SubscriptionMode: queen.SubscriptionModeAll}
+
+	early := c.startPop(req)
+	res := pop(t, c.b, req)
+	require.Equal(t, []int{1}, attemptsOf(res.Messages))
+	c.clock.Advance(2 * time.Minute) // its lease runs out
+	req.CommitOnDelivery = true
+	late := c.pop(req)
+	require.NotNil(t, late)
+	require.Equal(t, []int{2}, attemptsOf(late.res.Messages), "delivered again and settled")
+	c.endPop(early, res, nil) // the first pop's worker checks only now
+	require.Empty(t, c.errs, "the broker was right")
+
+	c.observe(late.res, c.startPop(req))
+	require.NotEmpty(t, c.errs, "a pop that started after the settle still holds its promise")
+	require.Contains(t, c.errs[0], "settled by \"g1\", delivered to it again")
 }

@@ -1,10 +1,9 @@
-package queen_test
+package modeltest_test
 
 import (
 	"context"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/modelgen"
 	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/queenlite/queen/internal/repro"
 	"github.com/queenlite/queen/queentest"
@@ -76,7 +76,7 @@ func TestModel_SequentialOps(t *testing.T) {
 			counts := map[string]int{}
 			for r := range runs {
 				s := seed + uint64(r)
-				ops := genSeqOps(s, n)
+				ops := seqWeights.Sequence(s, n)
 				res := runSeq(s, ops, disk, false, 30*time.Second)
 				for k, v := range res.counts {
 					counts[k] += v
@@ -102,89 +102,16 @@ func TestModel_SequentialOps(t *testing.T) {
 	}
 }
 
-// seqKind is an operation of the sequential model.
-type seqKind int
-
-const (
-	skPush seqKind = iota
-	skPushBuilder
-	skPushLarge
-	skPop
-	skPopBuilder
-	skDiscover
-	skAck
-	skAckOne
-	skAbandon
-	skRenew
-	skRenewMsg
-	skAdvance
-	skMaintain
-	skSeekGroup
-	skSeekPartition
-	skSetSub
-	skDeleteGroup
-	skDeleteMessage
-	skDeleteQueue
-	skConfigure
-	skReplay
-	skDeleteLetter
-	skTxn
-	skWaitStart
-	skWaitCancel
-	skReopen
-	skVerify
-	skFetch
-	skGetMessage
-	skListMessages
-	skTrace
-	skTraceRead
-	skMisc
-	skInvalid
-	skMaintenance
-	skCount
-)
-
-var seqKindNames = [...]string{"push", "pushBuilder", "pushLarge", "pop", "popBuilder", "discover", "ack", "ackOne", "abandon", "renew",
-	"renewMsg", "advance", "maintain", "seekGroup", "seekPartition", "setSubscription", "deleteGroup", "deleteMessage", "deleteQueue",
-	"configure", "replay", "deleteLetter", "txn", "waitStart", "waitCancel", "reopen", "verify", "fetch", "getMessage", "listMessages",
-	"trace", "traceRead", "misc", "invalid", "maintenanceMode"}
-
-func (k seqKind) String() string { return seqKindNames[k] }
-
 // seqWeights are the relative frequencies of the operations.
-var seqWeights = [skCount]int{
-	skPush: 140, skPushBuilder: 15, skPushLarge: 3, skPop: 120, skPopBuilder: 20, skDiscover: 12, skAck: 120, skAckOne: 20,
-	skAbandon: 8, skRenew: 18, skRenewMsg: 8, skAdvance: 55, skMaintain: 25, skSeekGroup: 12, skSeekPartition: 12, skSetSub: 10,
-	skDeleteGroup: 10, skDeleteMessage: 22, skDeleteQueue: 4, skConfigure: 14, skReplay: 14, skDeleteLetter: 14, skTxn: 40,
-	skWaitStart: 8, skWaitCancel: 3, skReopen: 5, skVerify: 12, skFetch: 10, skGetMessage: 10, skListMessages: 6, skTrace: 12,
-	skTraceRead: 6, skMisc: 6, skInvalid: 12, skMaintenance: 4,
-}
-
-// seqOp is one generated operation. Its parameters are drawn from seed
-// against the state at the time it runs, so an operation keeps a meaning
-// when the shrinker removes the ones before it.
-type seqOp struct {
-	kind seqKind
-	seed uint64
-}
-
-func genSeqOps(seed uint64, n int) []seqOp {
-	rng := rand.New(rand.NewPCG(seed, 0x5e9))
-	total := 0
-	for _, w := range seqWeights {
-		total += w
-	}
-	ops := make([]seqOp, n)
-	for i := range ops {
-		x := rng.IntN(total)
-		k := seqKind(0)
-		for x >= seqWeights[k] {
-			x -= seqWeights[k]
-			k++
-		}
-		ops[i] = seqOp{kind: k, seed: rng.Uint64()}
-	}
-	return ops
+var seqWeights = modelgen.Weights{
+	modelgen.Push: 140, modelgen.PushBuilder: 15, modelgen.PushLarge: 3, modelgen.Pop: 120, modelgen.PopBuilder: 20,
+	modelgen.Discover: 12, modelgen.Ack: 120, modelgen.AckOne: 20, modelgen.Abandon: 8, modelgen.Renew: 18,
+	modelgen.RenewMsg: 8, modelgen.Advance: 55, modelgen.Maintain: 25, modelgen.SeekGroup: 12, modelgen.SeekPartition: 12,
+	modelgen.SetSubscription: 10, modelgen.DeleteGroup: 10, modelgen.DeleteMessage: 22, modelgen.DeleteQueue: 4,
+	modelgen.Configure: 14, modelgen.Replay: 14, modelgen.DeleteLetter: 14, modelgen.Txn: 40, modelgen.WaitStart: 8,
+	modelgen.WaitCancel: 3, modelgen.Reopen: 5, modelgen.Verify: 12, modelgen.Fetch: 10, modelgen.GetMessage: 10,
+	modelgen.ListMessages: 6, modelgen.Trace: 12, modelgen.TraceRead: 6, modelgen.Misc: 6, modelgen.Invalid: 12,
+	modelgen.MaintenanceMode: 4,
 }
 
 // seqFailure is the first broken promise of a run.
@@ -204,7 +131,7 @@ type seqResult struct {
 
 // runSeq runs ops on a fresh broker (in a temporary directory when disk).
 // With record it also returns the Go code of the run.
-func runSeq(seed uint64, ops []seqOp, disk, record bool, hang time.Duration) seqResult {
+func runSeq(seed uint64, ops []modelgen.Op, disk, record bool, hang time.Duration) seqResult {
 	m := newSeqModel(seed, disk, record)
 	defer m.cleanup()
 	if m.fail == nil {
@@ -213,7 +140,7 @@ func runSeq(seed uint64, ops []seqOp, disk, record bool, hang time.Duration) seq
 			t0 := time.Now()
 			m.guard(hang, func() { m.exec(i, o) })
 			if os.Getenv("MODEL_TIMING") != "" {
-				m.counts["~ms."+o.kind.String()] += int(time.Since(t0).Microseconds())
+				m.counts["~ms."+o.Kind.String()] += int(time.Since(t0).Microseconds())
 			}
 			if m.fail != nil {
 				break
@@ -275,9 +202,9 @@ func (m *seqModel) guard(hang time.Duration, fn func()) {
 // shrinkSeq removes operations from a failing list while it still fails
 // the same check: halves, quarters, ... then single operations, until no
 // removal keeps it failing or the time is up.
-func shrinkSeq(seed uint64, ops []seqOp, disk bool, f *seqFailure, budget time.Duration) ([]seqOp, int) {
-	cur := append([]seqOp(nil), ops[:min(len(ops), f.step+1)]...)
-	fails := func(cand []seqOp) ([]seqOp, bool) {
+func shrinkSeq(seed uint64, ops []modelgen.Op, disk bool, f *seqFailure, budget time.Duration) ([]modelgen.Op, int) {
+	cur := append([]modelgen.Op(nil), ops[:min(len(ops), f.step+1)]...)
+	fails := func(cand []modelgen.Op) ([]modelgen.Op, bool) {
 		r := runSeq(seed, cand, disk, false, 10*time.Second)
 		if r.fail == nil || r.fail.kind != f.kind {
 			return nil, false
@@ -534,82 +461,82 @@ func (m *seqModel) now() int64 { return m.clock.Now().UnixMicro() }
 var mctx = context.Background()
 
 // exec runs operation i.
-func (m *seqModel) exec(i int, o seqOp) {
-	r := rand.New(rand.NewPCG(o.seed, uint64(o.kind)))
-	m.counts[o.kind.String()]++
-	switch o.kind {
-	case skPush:
+func (m *seqModel) exec(i int, o modelgen.Op) {
+	r := o.Rand()
+	m.counts[o.Kind.String()]++
+	switch o.Kind {
+	case modelgen.Push:
 		m.opPush(i, r, false)
-	case skPushBuilder:
+	case modelgen.PushBuilder:
 		m.opPush(i, r, true)
-	case skPushLarge:
+	case modelgen.PushLarge:
 		m.opPushLarge(i, r)
-	case skPop:
+	case modelgen.Pop:
 		m.opPop(i, r, false)
-	case skPopBuilder:
+	case modelgen.PopBuilder:
 		m.opPop(i, r, true)
-	case skDiscover:
+	case modelgen.Discover:
 		m.opDiscover(i, r)
-	case skAck:
+	case modelgen.Ack:
 		m.opAck(i, r, false)
-	case skAckOne:
+	case modelgen.AckOne:
 		m.opAck(i, r, true)
-	case skAbandon:
+	case modelgen.Abandon:
 		if len(m.helds) > 0 {
 			k := r.IntN(len(m.helds))
 			m.helds = append(m.helds[:k], m.helds[k+1:]...)
 		}
-	case skRenew:
+	case modelgen.Renew:
 		m.opRenew(i, r, false)
-	case skRenewMsg:
+	case modelgen.RenewMsg:
 		m.opRenew(i, r, true)
-	case skAdvance:
+	case modelgen.Advance:
 		m.opAdvance(r)
-	case skMaintain:
+	case modelgen.Maintain:
 		m.opMaintain()
-	case skSeekGroup:
+	case modelgen.SeekGroup:
 		m.opSeek(i, r, false)
-	case skSeekPartition:
+	case modelgen.SeekPartition:
 		m.opSeek(i, r, true)
-	case skSetSub:
+	case modelgen.SetSubscription:
 		m.opSetSub(r)
-	case skDeleteGroup:
+	case modelgen.DeleteGroup:
 		m.opDeleteGroup(r)
-	case skDeleteMessage:
+	case modelgen.DeleteMessage:
 		m.opDeleteMessage(r)
-	case skDeleteQueue:
+	case modelgen.DeleteQueue:
 		m.opDeleteQueue(r)
-	case skConfigure:
+	case modelgen.Configure:
 		m.opConfigure(r)
-	case skReplay:
+	case modelgen.Replay:
 		m.opReplay(r)
-	case skDeleteLetter:
+	case modelgen.DeleteLetter:
 		m.opDeleteLetter(r)
-	case skTxn:
+	case modelgen.Txn:
 		m.opTxn(i, r)
-	case skWaitStart:
+	case modelgen.WaitStart:
 		m.opWaitStart(i, r)
-	case skWaitCancel:
+	case modelgen.WaitCancel:
 		m.opWaitCancel()
-	case skReopen:
+	case modelgen.Reopen:
 		m.opReopen()
-	case skVerify:
+	case modelgen.Verify:
 		m.verify()
-	case skFetch:
+	case modelgen.Fetch:
 		m.opFetch(r)
-	case skGetMessage:
+	case modelgen.GetMessage:
 		m.opGetMessage(r)
-	case skListMessages:
+	case modelgen.ListMessages:
 		m.opListMessages(r)
-	case skTrace:
+	case modelgen.Trace:
 		m.opTrace(r)
-	case skTraceRead:
+	case modelgen.TraceRead:
 		m.opTraceRead(r)
-	case skMisc:
+	case modelgen.Misc:
 		m.opMisc(r)
-	case skInvalid:
+	case modelgen.Invalid:
 		m.opInvalid(r)
-	case skMaintenance:
+	case modelgen.MaintenanceMode:
 		m.opMaintenance(r)
 	}
 }

@@ -1,4 +1,4 @@
-package queen_test
+package modeltest_test
 
 import (
 	"encoding/json"
@@ -422,7 +422,7 @@ func (m *seqModel) checkFetch(q *smQueue, p *smPart, from int64, limit int, buil
 }
 
 func (m *seqModel) opFetch(r *rand.Rand) {
-	qn, pn := pickQ(r), pickP(r)
+	qn, pn := seqQueues.Pick(r), seqParts.Pick(r)
 	q := m.queues[qn]
 	var p *smPart
 	if q != nil {
@@ -548,10 +548,10 @@ func (m *seqModel) opGetMessage(r *rand.Rand) {
 func (m *seqModel) opListMessages(r *rand.Rand) {
 	f := queen.MessageFilter{Limit: 1000}
 	if r.IntN(4) > 0 {
-		f.Queue = pickQ(r)
+		f.Queue = seqQueues.Pick(r)
 	}
 	if r.IntN(4) == 0 {
-		f.Partition = pickP(r)
+		f.Partition = seqParts.Pick(r)
 	}
 	if r.IntN(3) == 0 {
 		f.Status = []queen.MessageStatus{queen.MessagePending, queen.MessageProcessing, queen.MessageCompleted, queen.MessageDeadLetter, queen.MessageParked}[r.IntN(5)]
@@ -786,7 +786,7 @@ func (m *seqModel) opMisc(r *rand.Rand) {
 		m.verify()
 	case 2:
 		// Paged, filtered letters through Admin.
-		q := m.queues[pickQ(r)]
+		q := m.queues[seqQueues.Pick(r)]
 		if q == nil {
 			return
 		}
@@ -796,10 +796,10 @@ func (m *seqModel) opMisc(r *rand.Rand) {
 		}
 		f := queen.LetterFilter{Queue: q.name, Limit: 1 + r.IntN(3), Offset: r.IntN(3)}
 		if r.IntN(2) == 0 {
-			f.ConsumerGroup = groupOf(pickG(r))
+			f.ConsumerGroup = groupOf(seqGroups.Pick(r))
 		}
 		if r.IntN(3) == 0 {
-			f.Partition = pickP(r)
+			f.Partition = seqParts.Pick(r)
 		}
 		var model []*smLetter
 		for _, l := range m.lettersOf(q, kind) {
@@ -841,7 +841,7 @@ func (m *seqModel) opMisc(r *rand.Rand) {
 		}
 	default:
 		a := m.b.Admin()
-		name := pickQ(r)
+		name := seqQueues.Pick(r)
 		m.emit("_, err = b.Admin().GetQueue(ctx, %s)", gq(name))
 		_, err := a.GetQueue(mctx, name)
 		var want error
@@ -855,7 +855,7 @@ func (m *seqModel) opMisc(r *rand.Rand) {
 		if _, err := a.QueueStats(mctx, name); want == nil && err != nil {
 			m.failf("admin.queuestats", "Admin().QueueStats: %v", err)
 		}
-		g := pickG(r)
+		g := seqGroups.Pick(r)
 		gs, err := a.ListConsumerGroups(mctx, groupOf(g))
 		if err != nil {
 			m.failf("admin.listgroups", "Admin().ListConsumerGroups: %v", err)
