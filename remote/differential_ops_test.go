@@ -277,7 +277,7 @@ func (x *dex) opAdvance(r *rand.Rand) {
 	switch r.IntN(30) {
 	case 0:
 		d = 2 * time.Hour
-	case 1: // fractions of a millisecond (divergence 12)
+	case 1: // fractions of a millisecond (see TestDifferential_Cases/AdminTimestampsToTheMillisecond)
 		d = 1500 * time.Microsecond
 	}
 	x.d.emit("d.advance(%s)", gdur(d))
