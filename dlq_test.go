@@ -283,3 +283,35 @@ func TestDLQ_FromAndToAreInclusive(t *testing.T) {
 	require.Equal(t, 1, page.Total)
 	require.Equal(t, all.Letters[1].ID, page.Letters[0].ID)
 }
+
+// A message dead-lettered because its failed acks used up RetryLimit
+// carries "Retries exhausted" when the last ack gave no error text, and
+// the ack's own text when it gave one (issue 27).
+func TestDLQ_ExhaustedRetriesSayWhy(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ given, want string }{
+		{"", "Retries exhausted"},
+		{"card declined", "card declined"},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			t.Parallel()
+			b := queentest.NewBroker(t, nil)
+			configureWith(t, b, "q", func(c *queen.QueueConfig) { c.RetryLimit, c.RetryDelay = 1, 0 })
+			pushOne(t, b, "q", "p", "", `1`)
+			req := queen.PopRequest{Queue: "q", Partition: "p"}
+			for attempt := 1; attempt <= 2; attempt++ {
+				pr := pop(t, b, req)
+				require.Len(t, pr.Messages, 1, "attempt %d", attempt)
+				res, err := b.Ack(bg, pr.Messages[0], false, queen.AckOptions{Error: tc.given})
+				require.NoError(t, err)
+				require.Equal(t, attempt == 2, res.DeadLettered, "dead-lettered on the attempt past RetryLimit, not before")
+			}
+			require.Empty(t, pop(t, b, req).Messages)
+			page, err := b.DeadLetters(bg, queen.LetterFilter{Queue: "q"})
+			require.NoError(t, err)
+			require.Equal(t, 1, page.Total)
+			require.Equal(t, tc.want, page.Letters[0].Error)
+			require.Equal(t, 1, page.Letters[0].RetryCount, "the failed acks spent")
+		})
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"time"
+
 	"github.com/queenlite/queen"
 	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/queenlite/queen/queentest"
@@ -175,4 +177,31 @@ func TestPartition_FetchByOffset(t *testing.T) {
 		res := pop(t, b, queen.PopRequest{Queue: "log", Partition: "k", Batch: 100})
 		require.Len(t, res.Messages, 25)
 	})
+}
+
+// TestPartition_LastPushAtSurvivesDeletingTheNewestMessage: a partition's
+// LastPushAt (which its WindowBuffer counts from) is the time of its newest
+// push, also after that message is deleted, and a restart does not change
+// it. It used to be rebuilt at Open from the newest stored message.
+func TestPartition_LastPushAtSurvivesDeletingTheNewestMessage(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	dir := t.TempDir()
+	opts := &queen.Options{Clock: clock}
+	b := itest.OpenDir(t, dir, opts)
+	pushOne(t, b, "q", "p", "a", `1`)
+	clock.Advance(5 * time.Second)
+	last := clock.Now()
+	r := pushOne(t, b, "q", "p", "b", `2`)
+	clock.Advance(5 * time.Second)
+	require.NoError(t, b.DeleteMessage(bg, r.PartitionID, "b"))
+	lastPush := func() time.Time {
+		qs, err := b.QueueStats(bg, "q")
+		require.NoError(t, err)
+		return qs.Partitions[0].LastPushAt
+	}
+	require.True(t, lastPush().Equal(last), "live: %v, pushed at %v", lastPush(), last)
+	require.NoError(t, b.Close())
+	b = itest.OpenDir(t, dir, opts)
+	require.True(t, lastPush().Equal(last), "reopened: %v, pushed at %v", lastPush(), last)
 }

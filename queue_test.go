@@ -5,9 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"sync"
+
 	"github.com/queenlite/queen"
 	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/queenlite/queen/queentest"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -101,4 +104,83 @@ func TestQueue_EncryptionAtRest(t *testing.T) {
 	require.Equal(t, `{"card":"4111-1111"}`, string(page.Letters[0].Payload))
 	_, err = queen.Open("", &queen.Options{InMemory: true, EncryptionKey: []byte("short")})
 	require.ErrorIs(t, err, queen.ErrInvalidArgument)
+}
+
+// TestConfigureQueue_RacesNoPopOfADelayedQueue: ConfigureQueue replacing the
+// configuration while waiting and batch pops deliver from a queue with
+// DelayedProcessing (run with -race).
+func TestConfigureQueue_RacesNoPopOfADelayedQueue(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
+	cfg := queen.DefaultQueueConfig()
+	cfg.DelayedProcessing = time.Second
+	_, err := b.ConfigureQueue(bg, "q", cfg)
+	require.NoError(t, err)
+	pushN(t, b, "q", "", 20)
+	clock.Advance(2 * time.Second)
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		for i := range 20 {
+			c := cfg
+			c.DelayedProcessing = time.Duration(i%3) * time.Second
+			_, err := b.ConfigureQueue(bg, "q", c)
+			assert.NoError(t, err)
+		}
+	}()
+	for range 2 {
+		go func() {
+			defer wg.Done()
+			for range 10 {
+				_, err := b.Pop(bg, queen.PopRequest{Queue: "q", Batch: 2, Wait: true, Timeout: time.Millisecond, CommitOnDelivery: true})
+				assert.NoError(t, err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestConfigureQueue_ShorterHoldAppliesAtOnce: after ConfigureQueue shortens
+// DelayedProcessing or WindowBuffer, a waiting pop is served once the new,
+// shorter time has passed, not held until the old one.
+func TestConfigureQueue_ShorterHoldAppliesAtOnce(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{"DelayedProcessing", "WindowBuffer"} {
+		t.Run(kind, func(t *testing.T) {
+			clock := itest.NewClock()
+			b := queentest.NewBroker(t, &queen.Options{Clock: clock})
+			set := func(d time.Duration) {
+				cfg := queen.DefaultQueueConfig()
+				if kind == "DelayedProcessing" {
+					cfg.DelayedProcessing = d
+				} else {
+					cfg.WindowBuffer = d
+				}
+				_, err := b.ConfigureQueue(bg, "q", cfg)
+				require.NoError(t, err)
+			}
+			set(time.Hour)
+			pushOne(t, b, "q", "", "a", `1`)
+			// A first pop finds the message held and leaves the hold scheduled.
+			res := pop(t, b, queen.PopRequest{Queue: "q"})
+			require.Empty(t, res.Messages)
+			set(10 * time.Second)
+			got := make(chan *queen.PopResult, 1)
+			go func() {
+				res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Wait: true, Timeout: queen.MaxPopTimeout})
+				assert.NoError(t, err)
+				got <- res
+			}()
+			itest.AwaitWaiting(t, b, 1)
+			clock.Advance(11 * time.Second)
+			select {
+			case res := <-got:
+				require.Equal(t, []string{"a"}, txids(res.Messages))
+			case <-time.After(10 * time.Second):
+				t.Fatal("the waiting pop was not served after the shortened hold")
+			}
+		})
+	}
 }

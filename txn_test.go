@@ -106,3 +106,58 @@ func TestTxn_RepeatedTransactionIDTakesRoomOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, qs.Messages)
 }
+
+// A transaction aborted by a refused ack gives back the MaxSize room its
+// pushes had reserved: afterwards a push of MaxSize messages fits.
+func TestTransaction_AbortGivesBackMaxSizeRoom(t *testing.T) {
+	t.Parallel()
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+		cfg := queen.DefaultQueueConfig()
+		cfg.MaxSize = 3
+		_, err := b.ConfigureQueue(bg, "capped", cfg)
+		require.NoError(t, err)
+		pushN(t, b, "in", "", 1)
+		pr := pop(t, b, queen.PopRequest{Queue: "in"})
+		bogus := *pr.Messages[0]
+		bogus.TransactionID = "no-such-message"
+		for range 3 { // without the room given back, the second abort is already full
+			_, err = b.Transaction().
+				Push(queen.PushItem{Queue: "capped", Payload: []byte(`1`)}, queen.PushItem{Queue: "capped", Payload: []byte(`2`)}).
+				Ack(&bogus, queen.AckCompleted, queen.AckOptions{}).
+				Commit(bg)
+			require.ErrorIs(t, err, queen.ErrTransactionAborted)
+			require.ErrorIs(t, err, queen.ErrNotFound, "refused by the ack, not by the room")
+		}
+		st, err := b.QueueStats(bg, "capped")
+		require.NoError(t, err)
+		require.Zero(t, st.Messages, "the aborted pushes stored nothing")
+		require.Zero(t, st.Pending)
+		pushN(t, b, "capped", "", 3) // MaxSize messages: every one queued
+		res, err := b.Push(bg, []queen.PushItem{{Queue: "capped", Payload: []byte(`4`)}})
+		require.NoError(t, err)
+		require.ErrorIs(t, res[0].Err, queen.ErrQueueFull, "and the cap still holds")
+	})
+}
+
+// A transaction's ack needs both its TransactionID and its PartitionID:
+// one without either is an *ArgumentError and nothing runs.
+func TestTransaction_AckNeedsBothIDs(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	pushN(t, b, "in", "", 1)
+	pr := pop(t, b, queen.PopRequest{Queue: "in"})
+	m := pr.Messages[0]
+	for _, it := range []queen.AckItem{
+		{TransactionID: m.TransactionID, LeaseID: m.LeaseID},
+		{PartitionID: m.PartitionID, LeaseID: m.LeaseID},
+	} {
+		_, err := b.ExecTransaction(bg, []queen.TxOp{{Push: &queen.PushItem{Queue: "out", Payload: []byte(`1`)}}, {Ack: &it}})
+		require.ErrorIs(t, err, queen.ErrInvalidArgument)
+		require.NotErrorIs(t, err, queen.ErrTransactionAborted, "refused before anything runs")
+		var ae *queen.ArgumentError
+		require.ErrorAs(t, err, &ae)
+		require.Equal(t, "ops[1].Ack", ae.Field)
+	}
+	_, err := b.DescribeQueue(bg, "out")
+	require.ErrorIs(t, err, queen.ErrNotFound)
+}

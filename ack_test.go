@@ -2,6 +2,7 @@ package queen_test
 
 import (
 	"testing"
+
 	"time"
 
 	"github.com/queenlite/queen"
@@ -10,11 +11,35 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// A live lease of a group of another queue is not "another group's lease"
+// for an ack: it does not hold the message, so the ack is refused with
+// ErrLeaseExpired, not ErrWrongGroup.
+func TestAck_AnotherQueuesLeaseIsLeaseExpired(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	pushN(t, b, "a", "", 1)
+	pushN(t, b, "b", "", 1)
+	inA := pop(t, b, queen.PopRequest{Queue: "a", Group: "ga", SubscriptionMode: queen.SubscriptionModeAll})
+	inB := pop(t, b, queen.PopRequest{Queue: "b", Group: "gb", SubscriptionMode: queen.SubscriptionModeAll})
+	require.Len(t, inA.Messages, 1)
+	require.Len(t, inB.Messages, 1)
+	_, err := b.Ack(bg, inB.Messages[0], true, queen.AckOptions{LeaseID: inA.LeaseID})
+	require.ErrorIs(t, err, queen.ErrLeaseExpired)
+	require.NotErrorIs(t, err, queen.ErrWrongGroup)
+	// Another group's lease of the same queue is ErrWrongGroup.
+	pushN(t, b, "b", "", 1)
+	other := pop(t, b, queen.PopRequest{Queue: "b", Group: "gc", SubscriptionMode: queen.SubscriptionModeAll})
+	require.NotEmpty(t, other.LeaseID)
+	_, err = b.Ack(bg, inB.Messages[0], true, queen.AckOptions{LeaseID: other.LeaseID})
+	require.ErrorIs(t, err, queen.ErrWrongGroup)
+	ackAll(t, b, inB.Messages, queen.AckCompleted)
+}
+
 // A failed ack's Delay holds the partition exactly that long, whether it
 // is shorter or longer than the queue's RetryDelay: one microsecond
 // before, a pop of the partition gets nothing; at it, the message again
 // (issue 27). Both ways of giving it: AckItem.Delay and AckOptions.Delay.
-func TestTrust27_FailedAckDelayHoldsThatLong(t *testing.T) {
+func TestAck_FailedDelayHoldsThatLong(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name              string
@@ -51,38 +76,6 @@ func TestTrust27_FailedAckDelayHoldsThatLong(t *testing.T) {
 			again := pop(t, b, req)
 			require.Len(t, again.Messages, 1, "served when the ack's Delay ends")
 			require.Equal(t, pr.Messages[0].TransactionID, again.Messages[0].TransactionID)
-		})
-	}
-}
-
-// A message dead-lettered because its failed acks used up RetryLimit
-// carries "Retries exhausted" when the last ack gave no error text, and
-// the ack's own text when it gave one (issue 27).
-func TestTrust27_ExhaustedRetriesSayWhy(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct{ given, want string }{
-		{"", "Retries exhausted"},
-		{"card declined", "card declined"},
-	} {
-		t.Run(tc.want, func(t *testing.T) {
-			t.Parallel()
-			b := queentest.NewBroker(t, nil)
-			configureWith(t, b, "q", func(c *queen.QueueConfig) { c.RetryLimit, c.RetryDelay = 1, 0 })
-			pushOne(t, b, "q", "p", "", `1`)
-			req := queen.PopRequest{Queue: "q", Partition: "p"}
-			for attempt := 1; attempt <= 2; attempt++ {
-				pr := pop(t, b, req)
-				require.Len(t, pr.Messages, 1, "attempt %d", attempt)
-				res, err := b.Ack(bg, pr.Messages[0], false, queen.AckOptions{Error: tc.given})
-				require.NoError(t, err)
-				require.Equal(t, attempt == 2, res.DeadLettered, "dead-lettered on the attempt past RetryLimit, not before")
-			}
-			require.Empty(t, pop(t, b, req).Messages)
-			page, err := b.DeadLetters(bg, queen.LetterFilter{Queue: "q"})
-			require.NoError(t, err)
-			require.Equal(t, 1, page.Total)
-			require.Equal(t, tc.want, page.Letters[0].Error)
-			require.Equal(t, 1, page.Letters[0].RetryCount, "the failed acks spent")
 		})
 	}
 }

@@ -1,0 +1,70 @@
+package queen
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A commit-on-delivery pop that reads up to a message still on hold
+// (DelayedProcessing) leaves its cursor on that message with the hold:
+// off the ready list until the message is visible, so the next pop does
+// not read it again (a spin) nor deliver it early.
+func TestCursor_CommitOnDeliveryLeavesTheHold(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := &stepClock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	b, err := Open("", &Options{InMemory: true, Clock: clock})
+	require.NoError(t, err)
+	defer b.Close()
+	for _, c := range []struct {
+		queue  string
+		window time.Duration
+	}{{"delayed", 0}, {"delayed-and-windowed", 2 * time.Second}} {
+		cfg := DefaultQueueConfig()
+		cfg.DelayedProcessing = 10 * time.Second
+		cfg.WindowBuffer = c.window
+		_, err = b.ConfigureQueue(ctx, c.queue, cfg)
+		require.NoError(t, err)
+		_, err = b.Push(ctx, []PushItem{{Queue: c.queue, Payload: []byte(`0`)}})
+		require.NoError(t, err)
+		clock.Advance(4 * time.Second)
+		res, err := b.Push(ctx, []PushItem{{Queue: c.queue, Payload: []byte(`1`)}})
+		require.NoError(t, err)
+		visible := clock.Now().Add(10 * time.Second).UnixMicro()
+		clock.Advance(6 * time.Second) // the first is visible, the second in 4 s
+		req := PopRequest{Queue: c.queue, Group: "g", SubscriptionMode: SubscriptionModeAll, CommitOnDelivery: true, Batch: 10}
+		pr, err := b.Pop(ctx, req)
+		require.NoError(t, err)
+		require.Len(t, pr.Messages, 1, c.queue)
+		require.Equal(t, int64(0), pr.Messages[0].Offset)
+
+		var cur cursor // a copy, checked outside b.mu
+		b.mu.Lock()
+		q := b.queues[c.queue]
+		if cp := q.parts[DefaultPartition].cursorOf(q.groups["g"]); cp != nil {
+			cur = *cp
+		}
+		b.mu.Unlock()
+		require.NotNil(t, cur.p)
+		require.Equal(t, res[0].Offset, cur.offset, "%s: the cursor stands on the held message", c.queue)
+		require.Equal(t, visible, cur.notBefore, "%s: with its hold", c.queue)
+		require.True(t, cur.held, c.queue)
+		require.False(t, cur.ready, "%s: not ready before the hold ends", c.queue)
+
+		clock.Advance(3 * time.Second) // a second before it is visible
+		pr, err = b.Pop(ctx, req)
+		require.NoError(t, err)
+		require.Empty(t, pr.Messages, c.queue)
+		clock.Advance(time.Second)
+		pr, err = b.Pop(ctx, req)
+		require.NoError(t, err)
+		require.Len(t, pr.Messages, 1, c.queue)
+		require.Equal(t, res[0].Offset, pr.Messages[0].Offset)
+		pr, err = b.Pop(ctx, req)
+		require.NoError(t, err)
+		require.Empty(t, pr.Messages, "%s: delivered once", c.queue)
+	}
+}
