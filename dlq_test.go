@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"context"
+
 	"github.com/queenlite/queen"
 	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/queenlite/queen/queentest"
@@ -314,4 +316,24 @@ func TestDLQ_ExhaustedRetriesSayWhy(t *testing.T) {
 			require.Equal(t, 1, page.Letters[0].RetryCount, "the failed acks spent")
 		})
 	}
+}
+
+// TestDLQ_ErrorTextIsCappedAt4KiB: a dead letter keeps the first 4 KiB of
+// its ack's error text, no more.
+func TestDLQ_ErrorTextIsCappedAt4KiB(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := queentest.NewBroker(t, nil)
+	_, err := b.Push(ctx, []queen.PushItem{{Queue: "long", Payload: []byte(`1`)}})
+	require.NoError(t, err)
+	res, err := b.Pop(ctx, queen.PopRequest{Queue: "long"})
+	require.NoError(t, err)
+	require.Len(t, res.Messages, 1)
+	text := strings.Repeat("e", 5<<10)
+	_, err = b.Ack(ctx, res.Messages[0], false, queen.AckOptions{Status: queen.AckDLQ, Error: text})
+	require.NoError(t, err)
+	page, err := b.DeadLetters(ctx, queen.LetterFilter{Queue: "long"})
+	require.NoError(t, err)
+	require.Len(t, page.Letters, 1)
+	require.Equal(t, text[:4<<10], page.Letters[0].Error)
 }
