@@ -184,7 +184,7 @@ func TestLimits_HugeBatchAcrossPartitions(t *testing.T) {
 
 // TestLimits_16MiBPayload stores, reads, dead-letters, replays and reopens
 // a 16 MiB payload byte for byte, on disk (in memory, Badger refuses values
-// over 1 MiB: see TestDefect_InMemoryPayloadOverOneMiB).
+// over 1 MiB: see TestLimits_InMemoryPayloadOverOneMiBIsTooLarge).
 func TestLimits_16MiBPayload(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -228,7 +228,7 @@ func TestLimits_16MiBPayload(t *testing.T) {
 	}
 }
 
-// TestDefect_InMemoryPayloadOverOneMiB (fixed): Badger's in-memory mode
+// TestLimits_InMemoryPayloadOverOneMiBIsTooLarge (fixed): Badger's in-memory mode
 // refuses values over 1 MiB. A push of a 2 MiB payload used to fail with
 // the raw storage error, whose text carried a hex dump of the whole value;
 // worse, a message just under 1 MiB was accepted, but dead-lettering it
@@ -236,7 +236,7 @@ func TestLimits_16MiBPayload(t *testing.T) {
 // Now payloads over the broker's limit (queen.MaxInMemoryPayload with a
 // memory budget of 64 MiB, less at the default budget) are refused with
 // ErrTooLarge and a dead letter of one at the limit fits.
-func TestDefect_InMemoryPayloadOverOneMiB(t *testing.T) {
+func TestLimits_InMemoryPayloadOverOneMiBIsTooLarge(t *testing.T) {
 	t.Parallel()
 	t.Run("default budget", func(t *testing.T) {
 		t.Parallel()
@@ -312,7 +312,7 @@ func TestLimits_TenThousandParkedLongPolls(t *testing.T) {
 	for i := range n {
 		req := queen.PopRequest{Queue: "lp", Wait: true, Timeout: time.Minute}
 		// Pops waiting on one named partition are left out until Close
-		// wakes them: see TestDefect_CloseLeavesPartitionWaitersParked.
+		// wakes them: see TestWait_CloseEndsPartitionWaiters.
 		if i%2 == 1 {
 			req.Queue = fmt.Sprint("unknown", i%10) // waits for the queue to exist
 		}
@@ -477,33 +477,6 @@ func TestLimits_MessageThatKillsItsHandler(t *testing.T) {
 	require.Equal(t, int64(1), next.Messages[0].Offset, "parking it lets the partition move on")
 }
 
-// TestDefect_CloseLeavesPartitionWaitersParked: Close wakes the pops
-// waiting on a queue or a group, but not those waiting on one named
-// partition (PopRequest.Partition with Wait); they stay parked after Close
-// returned, until their own Timeout (up to 60 s), and only then see
-// ErrClosed. Deleting the queue or the group leaves them parked the same way.
-func TestDefect_CloseLeavesPartitionWaitersParked(t *testing.T) {
-	t.Parallel()
-	b, err := queen.Open("", &queen.Options{InMemory: true})
-	require.NoError(t, err)
-	pushN(t, b, "pw", "p", 1)
-	got := pop(t, b, queen.PopRequest{Queue: "pw", Partition: "p"}) // p is leased: the next pop waits
-	require.Len(t, got.Messages, 1)
-	done := make(chan error, 1)
-	go func() {
-		_, err := b.Pop(context.Background(), queen.PopRequest{Queue: "pw", Partition: "p", Wait: true, Timeout: time.Minute})
-		done <- err
-	}()
-	itest.AwaitWaiting(t, b, 1)
-	require.NoError(t, b.Close())
-	select {
-	case err := <-done:
-		require.ErrorIs(t, err, queen.ErrClosed)
-	case <-time.After(20 * time.Second): // a fixed Close ends it at once; the bug holds it 60 s
-		t.Fatal("a pop waiting on a named partition outlived Close")
-	}
-}
-
 var diskMB = flag.Int("limits.diskmb", 96, "MiB that TestLimits_DiskSpaceGivenBack writes and expires (the long form: 1024)")
 
 // diskUsage is the space dir takes on disk: allocated blocks, not the
@@ -623,4 +596,41 @@ func TestLimits_DiskSpaceGivenBack(t *testing.T) {
 	require.Less(t, n.deleted, int64(deletedBound), "space left once DeleteQueue returned, broker running: the value log's head file and a little more")
 	require.Less(t, n.closed, n.written/4+16<<20, "space left after the queue was deleted and the broker closed")
 	require.Less(t, n.reopened, reopenedBound(n.written), "space left after a restart")
+}
+
+// TestLimits_MaxPayload pins the payload limits docs/limits.md
+// ("Payload size") states: Broker.MaxPayload per memory budget in memory
+// and on disk, and, in memory, that a payload of exactly that many bytes
+// is stored and one byte more is ErrTooLarge. If a figure changes, change
+// the table in docs/limits.md with it.
+func TestLimits_MaxPayload(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		budget int64
+		want   int
+	}{
+		{"default budget", 0, 91_750},
+		{"16 MiB", 16 << 20, 249_036},
+		{"32 MiB", 32 << 20, 563_609},
+		{"64 MiB", 64 << 20, queen.MaxInMemoryPayload},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := queentest.NewBroker(t, &queen.Options{MemoryBudget: tc.budget})
+			require.Equal(t, tc.want, b.MaxPayload())
+			atLimit := json.RawMessage(`"` + strings.Repeat("x", tc.want-2) + `"`)
+			_, err := b.Push(bg, []queen.PushItem{{Queue: "q", Payload: atLimit}})
+			require.NoError(t, err)
+			_, err = b.Push(bg, []queen.PushItem{{Queue: "q", Payload: append(atLimit, ' ')}})
+			require.ErrorIs(t, err, queen.ErrTooLarge)
+		})
+	}
+	require.Equal(t, 983_040, queen.MaxInMemoryPayload)
+	require.Equal(t, 67_043_328, queen.MaxPayload)
+	t.Run("on disk", func(t *testing.T) {
+		t.Parallel()
+		b := itest.OpenDir(t, t.TempDir(), nil)
+		require.Equal(t, queen.MaxPayload, b.MaxPayload())
+	})
 }

@@ -200,3 +200,30 @@ func TestWait_WaiterOnAPartitionJoinsItWhenCreated(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestWait_CloseEndsPartitionWaiters: Close wakes the pops
+// waiting on a queue or a group, but not those waiting on one named
+// partition (PopRequest.Partition with Wait); they stay parked after Close
+// returned, until their own Timeout (up to 60 s), and only then see
+// ErrClosed. Deleting the queue or the group leaves them parked the same way.
+func TestWait_CloseEndsPartitionWaiters(t *testing.T) {
+	t.Parallel()
+	b, err := queen.Open("", &queen.Options{InMemory: true})
+	require.NoError(t, err)
+	pushN(t, b, "pw", "p", 1)
+	got := pop(t, b, queen.PopRequest{Queue: "pw", Partition: "p"}) // p is leased: the next pop waits
+	require.Len(t, got.Messages, 1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Pop(context.Background(), queen.PopRequest{Queue: "pw", Partition: "p", Wait: true, Timeout: time.Minute})
+		done <- err
+	}()
+	itest.AwaitWaiting(t, b, 1)
+	require.NoError(t, b.Close())
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, queen.ErrClosed)
+	case <-time.After(20 * time.Second): // a fixed Close ends it at once; the bug holds it 60 s
+		t.Fatal("a pop waiting on a named partition outlived Close")
+	}
+}
