@@ -37,8 +37,8 @@ func TestAck_AnotherQueuesLeaseIsLeaseExpired(t *testing.T) {
 
 // A failed ack's Delay holds the partition exactly that long, whether it
 // is shorter or longer than the queue's RetryDelay: one microsecond
-// before, a pop of the partition gets nothing; at it, the message again
-// (issue 27). Both ways of giving it: AckItem.Delay and AckOptions.Delay.
+// before, a pop of the partition gets nothing; at it, the message again.
+// Both ways of giving it: AckItem.Delay and AckOptions.Delay.
 func TestAck_FailedDelayHoldsThatLong(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

@@ -530,14 +530,14 @@ func restoredWith(t *testing.T, opts *queen.Options, backups ...[]byte) *queen.B
 	return r
 }
 
-// TestBackup_IncrementAfterAReopenThatFollowedADeleteOnlyCommit (found by
-// TestBackup_ChainSoak, 9 seeds of 20): when the last commit before a
-// backup only deleted (here a dead letter), Badger keeps no entry of that
-// version through a close, so a reopened store gave its next commit the
-// backup's own next version again; the following increment then named
-// that commit's keys without their values (a stale cursor, or
-// ErrBackupChain for a new key). Each backup now leaves a write after its
-// snapshot, so the store's versions stay ahead of every next it returned.
+// TestBackup_IncrementAfterAReopenThatFollowedADeleteOnlyCommit: when the
+// last commit before a backup only deleted (here a dead letter), Badger
+// keeps no entry of that version through a close, so a reopened store
+// could give its next commit the backup's own next version again, and the
+// following increment would name that commit's keys without their values
+// (a stale cursor, or ErrBackupChain for a new key). Each backup leaves a
+// write after its snapshot, so the store's versions stay ahead of every
+// next it returned, and the increment carries that commit whole.
 func TestBackup_IncrementAfterAReopenThatFollowedADeleteOnlyCommit(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

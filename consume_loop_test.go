@@ -10,10 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Defect 4: a loop with Concurrency ≥ 2, Wait(false) and Idle read its
-// last-activity time without its lock after an empty pop while another
-// fetcher or a worker wrote it. The race detector (go test -race) reports
-// it; without -race the test only checks that every message is handled.
+// A loop with Concurrency ≥ 2, Wait(false) and Idle reads its
+// last-activity time under its lock after an empty pop, while another
+// fetcher or a worker writes it: the race detector (go test -race) would
+// report a read without it; without -race the test only checks that every
+// message is handled.
 func TestConsume_IdleLoopReadsLastActivityUnderLock(t *testing.T) {
 	t.Parallel()
 	b, _ := clocked(t, nil)

@@ -253,8 +253,8 @@ func TestCounters_BatchAckOverManyQueues(t *testing.T) {
 }
 
 // TestCounters_DeadLetterAndParkInOneAck: one ack call that dead-letters
-// one message and parks the next of the same partition counts one of each
-// (both used to be counted as the kind of the first).
+// one message and parks the next of the same partition counts one of each,
+// not both as the kind of the first.
 func TestCounters_DeadLetterAndParkInOneAck(t *testing.T) {
 	t.Parallel()
 	b := queentest.NewBroker(t, nil)

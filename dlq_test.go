@@ -190,7 +190,7 @@ func allocated(bound uint64, fn func()) uint64 {
 
 // A page of dead letters or parked messages costs the letters it returns,
 // not every letter of the store: a one-letter page over 2,000 letters of
-// 32 KiB allocates a few payloads' worth, not 64 MiB (issue 27, defect 1).
+// 32 KiB allocates a few payloads' worth, not 64 MiB.
 // Not parallel: it measures the process's allocations. On disk only: in
 // memory, Badger keeps the payloads in its tables, and its flushes and
 // compactions of them, in the background for seconds after the fill,
@@ -288,7 +288,7 @@ func TestDLQ_FromAndToAreInclusive(t *testing.T) {
 
 // A message dead-lettered because its failed acks used up RetryLimit
 // carries "Retries exhausted" when the last ack gave no error text, and
-// the ack's own text when it gave one (issue 27).
+// the ack's own text when it gave one.
 func TestDLQ_ExhaustedRetriesSayWhy(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ given, want string }{

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Defect 2: an ack being written when the drain runs out of time lands,
+// An ack being written when the drain runs out of time lands,
 // and its message never comes back; an accepted message whose ack was
 // still queued then is not acked by the loop any more and does come back.
 // The list is exactly what comes back.

@@ -526,7 +526,7 @@ func (s stillClock) Now() time.Time { return s.c.Now() }
 // A lease holds until, not through, its expiry instant: renewed one
 // microsecond before it, it runs d from then; at the very instant it
 // expires, RenewLease and ExtendLease answer ErrLeaseExpired, and the
-// message is delivered again (issue 27).
+// message is delivered again.
 func TestLease_NotRenewedAtItsExpiryInstant(t *testing.T) {
 	t.Parallel()
 	clock := itest.NewClock()

@@ -228,14 +228,12 @@ func TestLimits_16MiBPayload(t *testing.T) {
 	}
 }
 
-// TestLimits_InMemoryPayloadOverOneMiBIsTooLarge (fixed): Badger's in-memory mode
-// refuses values over 1 MiB. A push of a 2 MiB payload used to fail with
-// the raw storage error, whose text carried a hex dump of the whole value;
-// worse, a message just under 1 MiB was accepted, but dead-lettering it
-// wrote a larger record, the commit failed and the broker stopped serving.
-// Now payloads over the broker's limit (queen.MaxInMemoryPayload with a
-// memory budget of 64 MiB, less at the default budget) are refused with
-// ErrTooLarge and a dead letter of one at the limit fits.
+// TestLimits_InMemoryPayloadOverOneMiBIsTooLarge: Badger's in-memory mode
+// refuses values over 1 MiB, so the broker refuses payloads over its limit
+// (queen.MaxInMemoryPayload with a memory budget of 64 MiB, less at the
+// default budget) with ErrTooLarge, not with the raw storage error and its
+// hex dump of the value; and a dead letter of a payload at the limit, a
+// larger record, still fits, so dead-lettering it does not fail the commit.
 func TestLimits_InMemoryPayloadOverOneMiBIsTooLarge(t *testing.T) {
 	t.Parallel()
 	t.Run("default budget", func(t *testing.T) {

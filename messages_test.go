@@ -239,10 +239,9 @@ func TestBroker_DeleteMessage(t *testing.T) {
 // partition backwards, and Badger's reverse iterator, reading values ahead
 // in goroutines, starts one for each older version of a key it passes
 // (below the partition's messages: deleted dead letters here) and forgets
-// it, so closing the iterator does not wait for it. One still pending when
-// the broker closed waited for the closed value log forever (the
-// concurrent model test's leak check found them). The listing reads its
-// values itself: it starts no goroutine.
+// it, so closing the iterator does not wait for it; one still pending when
+// the broker closes would wait for the closed value log forever. The
+// listing reads its values itself: it starts no goroutine.
 func TestListMessages_LeavesNoReadBehind(t *testing.T) {
 	// Not parallel: it counts the goroutines the process starts.
 	b := itest.OpenDir(t, t.TempDir(), nil)

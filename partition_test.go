@@ -182,7 +182,7 @@ func TestPartition_FetchByOffset(t *testing.T) {
 // TestPartition_LastPushAtSurvivesDeletingTheNewestMessage: a partition's
 // LastPushAt (which its WindowBuffer counts from) is the time of its newest
 // push, also after that message is deleted, and a restart does not change
-// it. It used to be rebuilt at Open from the newest stored message.
+// it: Open does not rebuild it from the newest stored message.
 func TestPartition_LastPushAtSurvivesDeletingTheNewestMessage(t *testing.T) {
 	t.Parallel()
 	clock := itest.NewClock()

@@ -280,7 +280,7 @@ func restoreLeftovers(t *testing.T, dir string) []string {
 	return m
 }
 
-// TestRestore_ClearsWhatAKilledRestoreLeft (issue 27, defect 3): a restore
+// TestRestore_ClearsWhatAKilledRestoreLeft: a restore
 // killed midway leaves its .NAME.restore-* directory; the next restore into
 // NAME removes it, and says so in its log, but never removes the directory
 // of a restore still running.

@@ -168,9 +168,9 @@ func TestRetryPolicy_Exhausted(t *testing.T) {
 
 // TestRetry_BatchDoesNotWaitForTheHeldMessageBehindIt: a batch
 // cut short by a message DelayedProcessing still holds comes back at once
-// when retried (no retry delay); it used to wait until the held message
-// behind it became visible, because the claim put that message's hold on
-// the cursor while the batch was still out (seed 1796121203382330752).
+// when retried (no retry delay): it does not wait until the held message
+// behind it becomes visible, for the claim leaves that message's hold off
+// the cursor while the batch is still out.
 func TestRetry_BatchDoesNotWaitForTheHeldMessageBehindIt(t *testing.T) {
 	t.Parallel()
 	clock := itest.NewClock()

@@ -62,9 +62,7 @@ func TestQueueStats_PartitionCounts(t *testing.T) {
 // at the end of a queue with DelayedProcessing waits on the hold of the
 // next (not yet visible) message. Moved back in time by
 // SetGroupSubscription, its cursor stands on old, visible messages: they
-// are served at once, not when the hold of the old position ends. The hold
-// used to stay, so the group saw nothing until then (seed
-// 1796116071480139139 of TestModel_SequentialOps).
+// are served at once, not when the hold of the old position ends.
 func TestSetGroupSubscription_DropsTheOldHold(t *testing.T) {
 	t.Parallel()
 	clock := itest.NewClock()
@@ -93,9 +91,8 @@ func TestSetGroupSubscription_DropsTheOldHold(t *testing.T) {
 // TestDeleteGroup_RejoinedGroupKeepsItsStartAcrossRestart: a group deleted
 // and joined again (mode new) while a push waits for the writer: the push,
 // applied after both, stores where the new group starts, and the
-// deletion's write, queued before it, must not remove that. It did, so
-// after a restart the group started at the partition's end and never got
-// the push's message (found by the concurrent model test).
+// deletion's write, queued before it, does not remove that: after a
+// restart the group still starts before the push's message and gets it.
 func TestDeleteGroup_RejoinedGroupKeepsItsStartAcrossRestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -128,10 +125,9 @@ func TestDeleteGroup_RejoinedGroupKeepsItsStartAcrossRestart(t *testing.T) {
 // deleted and joined again (mode new) while a push waits for the writer,
 // and a write of the old group's cursor (here a seek) was queued between
 // the push and the delete. The push, applied first, stores where the new
-// group starts; the old group's write then overwrote it, and the delete
-// that would have removed that was skipped for the new group's sake: after
-// a restart the group stood where the old one had been moved to and read
-// again what the new one never had (found by the concurrent model test).
+// group starts, and the old group's write does not overwrite it: after a
+// restart the group stands where the new one started, not where the old
+// one was moved to, and reads nothing the new one never had.
 func TestDeleteGroup_RejoinedGroupKeepsItsStartOverAnOldWrite(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

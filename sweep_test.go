@@ -16,8 +16,8 @@ import (
 // TestDeleteQueue_RacingPushSurvivesReopen: a push racing
 // DeleteQueue may re-create the queue; once both returned, what the broker
 // serves (the queue and its messages, or no queue) is what it serves after
-// a restart. The deletion's write used to remove the re-created queue's
-// metadata, so the queue and its acknowledged messages were lost at Open.
+// a restart: the deletion's write does not remove the re-created queue's
+// metadata, its messages or its acknowledgements.
 func TestDeleteQueue_RacingPushSurvivesReopen(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -52,11 +52,10 @@ func TestDeleteQueue_RacingPushSurvivesReopen(t *testing.T) {
 
 // TestDeleteQueue_QueueRecreatedByAQueuedPushSurvivesReopen: a push waiting
 // for the writer is applied after a ConfigureQueue and a DeleteQueue that
-// came later, so it re-creates the queue the delete removed. The
-// configuration's write, made for the deleted queue, used to overwrite the
-// new queue's metadata, and the delete's then removed it: the new queue's
-// partitions and messages were lost at the next Open (found by the
-// concurrent model test).
+// came later, so it re-creates the queue the delete removed. Neither the
+// configuration's write, made for the deleted queue, nor the delete's
+// touches the new queue's metadata: its partitions and messages are there
+// after the next Open.
 func TestDeleteQueue_QueueRecreatedByAQueuedPushSurvivesReopen(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -119,7 +119,7 @@ func TestBroker_TracesByName(t *testing.T) {
 
 // TestTraces_RetentionDeletesThem: the messages retention deletes
 // lose their traces, so a later message with the same transactionId
-// starts with none (it used to inherit the old one's).
+// starts with none: it does not inherit the old one's.
 func TestTraces_RetentionDeletesThem(t *testing.T) {
 	t.Parallel()
 	clock := itest.NewClock()

@@ -138,10 +138,10 @@ func TestWait_CloseWakesEveryWaitingPop(t *testing.T) {
 
 // TestWait_PartitionWaiterWokenWhenWindowReopens: a pop waiting on
 // one partition of a queue with a WindowBuffer wakes when the window opens.
-// The partition's cursor was on the group's ready list (its window had
-// opened once, then a push closed it again), the named pop left it there,
-// and the check at the window's new end returned early for a cursor
-// already marked ready: the waiter stayed parked.
+// Here the partition's cursor is on the group's ready list (its window
+// had opened once, then a push closed it again) and the named pop leaves
+// it there: the check at the window's new end still wakes the waiter of a
+// cursor already marked ready.
 func TestWait_PartitionWaiterWokenWhenWindowReopens(t *testing.T) {
 	t.Parallel()
 	clock := itest.NewClock()
@@ -171,8 +171,7 @@ func TestWait_PartitionWaiterWokenWhenWindowReopens(t *testing.T) {
 // TestWait_WaiterOnAPartitionJoinsItWhenCreated: a pop waiting on a
 // partition that does not exist yet looks again when the partition is
 // created empty (ConfigureQueue makes Default): its group then has a
-// cursor there, as if the pop had started after the partition existed
-// (seed 12102 of TestModel_SequentialOps).
+// cursor there, as if the pop had started after the partition existed.
 func TestWait_WaiterOnAPartitionJoinsItWhenCreated(t *testing.T) {
 	t.Parallel()
 	b := queentest.NewBroker(t, nil)
@@ -201,11 +200,10 @@ func TestWait_WaiterOnAPartitionJoinsItWhenCreated(t *testing.T) {
 	<-done
 }
 
-// TestWait_CloseEndsPartitionWaiters: Close wakes the pops
-// waiting on a queue or a group, but not those waiting on one named
-// partition (PopRequest.Partition with Wait); they stay parked after Close
-// returned, until their own Timeout (up to 60 s), and only then see
-// ErrClosed. Deleting the queue or the group leaves them parked the same way.
+// TestWait_CloseEndsPartitionWaiters: Close wakes the pops waiting on one
+// named partition (PopRequest.Partition with Wait) as it wakes those
+// waiting on a queue or a group: they see ErrClosed at once, not at the
+// end of their own Timeout.
 func TestWait_CloseEndsPartitionWaiters(t *testing.T) {
 	t.Parallel()
 	b, err := queen.Open("", &queen.Options{InMemory: true})
@@ -223,7 +221,7 @@ func TestWait_CloseEndsPartitionWaiters(t *testing.T) {
 	select {
 	case err := <-done:
 		require.ErrorIs(t, err, queen.ErrClosed)
-	case <-time.After(20 * time.Second): // a fixed Close ends it at once; the bug holds it 60 s
+	case <-time.After(20 * time.Second): // Close ends it at once; its own Timeout is a minute
 		t.Fatal("a pop waiting on a named partition outlived Close")
 	}
 }

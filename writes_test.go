@@ -36,9 +36,9 @@ func queueStats(t *testing.T, b *queen.Broker, queue string) *queen.QueueStats {
 }
 
 // TestTxn_RefusedPushAbortsEverything: a transaction whose push the output
-// queue refuses (MaxSize reached) used to commit its ack and drop the push,
-// returning no error. Now it aborts whole: nothing written, the ack not
-// applied, the lease still valid, and Commit names the refused push. A
+// queue refuses (MaxSize reached) aborts whole, rather than commit its ack
+// and drop the push: nothing written, the ack not applied, the lease still
+// valid, and Commit names the refused push. A
 // duplicate push into the full queue is still reported duplicate.
 func TestTxn_RefusedPushAbortsEverything(t *testing.T) {
 	t.Parallel()
@@ -159,10 +159,10 @@ func TestTxn_ConcurrentTransactionsNeverOverfillQueue(t *testing.T) {
 }
 
 // TestTxn_OversizedPayloadRefusedBrokerServes: on an in-memory broker a
-// transaction pushing a 1 MiB payload used to reach Badger, which refused
-// the commit with its raw error and a hex dump; the broker then stopped
-// serving (Ping: ErrClosed) and pushes batched with it failed. Now the item
-// is refused as Push refuses it: ErrTooLarge, short, nothing applied.
+// transaction pushing a 1 MiB payload is refused as Push refuses it
+// (ErrTooLarge, short, nothing applied) before it reaches Badger, whose
+// refusal of the commit would stop the broker serving (Ping: ErrClosed)
+// and fail the pushes batched with it.
 func TestTxn_OversizedPayloadRefusedBrokerServes(t *testing.T) {
 	t.Parallel()
 	b := queentest.NewBroker(t, nil)
@@ -204,9 +204,9 @@ func TestTxn_OversizedPayloadRefusedBrokerServes(t *testing.T) {
 	ackAll(t, b, pr.Messages, queen.AckCompleted) // the lease still holds
 }
 
-// TestLimits_PayloadOverDiskLimit: on disk, a 70 MiB push used to fail
-// with Badger's text followed by a hex dump of the payload. Now it is
-// ErrTooLarge with a short message, and a payload of exactly MaxPayload is
+// TestLimits_PayloadOverDiskLimit: on disk, a 70 MiB push is ErrTooLarge
+// with a short message, not Badger's text followed by a hex dump of the
+// payload; and a payload of exactly MaxPayload is
 // stored, delivered and dead-lettered (with a long error text).
 func TestLimits_PayloadOverDiskLimit(t *testing.T) {
 	t.Parallel()
@@ -514,10 +514,10 @@ func TestAck_ConflictingItemsForOneMessage(t *testing.T) {
 	})
 }
 
-// TestQueue_MaxSizeCountsPendingOnly: MaxSize counted every retained
-// message, consumed or not: MaxSize=1, push, pop, ack, push gave
-// ErrQueueFull with Pending=0, forever without retention. Now it bounds
-// the messages the slowest group has not settled.
+// TestQueue_MaxSizeCountsPendingOnly: MaxSize bounds the messages the
+// slowest group has not settled, not every retained message: with
+// MaxSize=1, push, pop, ack, push is accepted (Pending is 0), with or
+// without retention.
 func TestQueue_MaxSizeCountsPendingOnly(t *testing.T) {
 	t.Parallel()
 	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
@@ -581,11 +581,9 @@ func TestQueue_MaxSizeFollowsSlowestGroup(t *testing.T) {
 }
 
 // TestTxn_EncryptedQueueWithoutKey: a queue configured with encryption,
-// on a broker reopened without the key. A push to it used to fail the
-// whole storage batch (other items and callers with it), and inside a
-// transaction the failure came after the acks were applied, so the broker
-// stopped serving. Now the item fails alone, and a transaction pushing to
-// it is aborted with nothing applied.
+// on a broker reopened without the key. A push to it fails alone, not the
+// whole storage batch (other items and callers with it), and a transaction
+// pushing to it is aborted with nothing applied, the broker still serving.
 func TestTxn_EncryptedQueueWithoutKey(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

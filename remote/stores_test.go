@@ -79,8 +79,8 @@ func stored(t *testing.T, b *queen.Broker, q string) int64 {
 	return st.Messages
 }
 
-// Two independent stores behind one URL list (issue 26: pushes split
-// between them by the ring, one store's messages never popped): the first
+// Two independent stores behind one URL list (the ring would split the
+// pushes between them, and one store's messages would never be popped): the first
 // push routed to the second store is refused, with the URLs and stores
 // named, before anything of it reaches that server; the first store keeps
 // serving the pushes and pops routed to it.

@@ -733,8 +733,7 @@ func (c *chaos) snapshot() map[string]string {
 }
 
 // finish drains every group (each must read everything left), checks the
-// counts once more and, when the close-race defect is fixed, closes the
-// broker under load.
+// counts once more and closes the broker under load.
 func (c *chaos) finish() {
 	c.clock.Advance(3 * time.Hour)
 	for _, qn := range chaosQueues {
@@ -834,16 +833,16 @@ func (c *chaos) stepClosing(r *rand.Rand, helds []*chaosHeld) []*chaosHeld {
 	return helds
 }
 
-// TestChaosChecker_PopBeforeAMoveTakesEffectHoldsNoPromise: the concurrent model test
-// reported, about one long run in twelve, a message "delivered twice with
-// attempt 1" (more rarely "settled, delivered again"), while the broker
-// was right. A DeleteGroup, seek or subscription change may move a group
-// back (for a deleted group the next pop starts a new one; a moved cursor
-// forgets its counts), so the test changes the group's epoch when it calls
-// one. It did so only before the call, so a pop that ran after that but
-// before the call took effect shared its epoch with the pops after it. The
-// steps here are that interleaving, in order: such a pop must hold no
-// promise, and a pop wholly after the move must still hold one.
+// TestChaosChecker_PopBeforeAMoveTakesEffectHoldsNoPromise: the
+// concurrent model test's checker, not the broker. A DeleteGroup, seek or
+// subscription change may move a group back (for a deleted group the next
+// pop starts a new one; a moved cursor forgets its counts), so the checker
+// changes the group's epoch around such a call: a pop that ran after the
+// call started but before it took effect shares no epoch with the pops
+// after it, or the checker would report a message "delivered twice with
+// attempt 1" (or "settled, delivered again") where the broker is right.
+// The steps here are that interleaving, in order: such a pop holds no
+// promise, and a pop wholly after the move still holds one.
 func TestChaosChecker_PopBeforeAMoveTakesEffectHoldsNoPromise(t *testing.T) {
 	t.Parallel()
 	moves := map[string]func(b *queen.Broker) error{
@@ -889,12 +888,13 @@ func TestChaosChecker_PopBeforeAMoveTakesEffectHoldsNoPromise(t *testing.T) {
 	}
 }
 
-// TestChaosChecker_PopCheckedAfterALaterOneHoldsNoPromise: the concurrent model test
-// also reported "settled, delivered again" for a message that a pop
-// delivered, then a later pop delivered again once the first lease ran out
-// (attempt 2) and settled, when the first pop's worker checked what it got
-// only after the second's had. The broker was right: a message settled
-// after a pop started may have been delivered by it.
+// TestChaosChecker_PopCheckedAfterALaterOneHoldsNoPromise: the concurrent
+// model test's checker, not the broker. A pop delivers a message, a later
+// pop delivers it again once the first lease ran out (attempt 2) and
+// settles it, and the first pop's worker checks what it got only after
+// the second pop's worker did: the checker does not report "settled, delivered
+// again", for a message settled after a pop started may have been
+// delivered by it.
 func TestChaosChecker_PopCheckedAfterALaterOneHoldsNoPromise(t *testing.T) {
 	t.Parallel()
 	c := newChaos(t, 1, false)
