@@ -516,8 +516,9 @@ func TestAck_ConflictingItemsForOneMessage(t *testing.T) {
 
 // TestQueue_MaxSizeCountsPendingOnly: MaxSize bounds the messages the
 // slowest group has not settled, not every retained message: with
-// MaxSize=1, push, pop, ack, push is accepted (Pending is 0), with or
-// without retention.
+// MaxSize=1, push, pop, ack, push is accepted (Pending is 0) though the
+// acked message is still stored; a commit-on-delivery pop and a dead
+// letter settle too.
 func TestQueue_MaxSizeCountsPendingOnly(t *testing.T) {
 	t.Parallel()
 	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
