@@ -5,6 +5,11 @@ import (
 
 	"time"
 
+	"errors"
+
+	"runtime"
+	"sync"
+
 	"github.com/queenlite/queen"
 	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/queenlite/queen/queentest"
@@ -78,4 +83,89 @@ func TestAck_FailedDelayHoldsThatLong(t *testing.T) {
 			require.Equal(t, pr.Messages[0].TransactionID, again.Messages[0].TransactionID)
 		})
 	}
+}
+
+// TestAck_ConflictingItemsForOneMessage: completed then dlq for the same
+// message in one AckBatch both reported success, and the dlq did nothing.
+// Now the first item decides; a later one with another status is refused,
+// a repeat of the same status succeeds; in a transaction the conflict
+// aborts everything.
+func TestAck_ConflictingItemsForOneMessage(t *testing.T) {
+	t.Parallel()
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+		pushN(t, b, "c", "", 2)
+		pr := pop(t, b, queen.PopRequest{Queue: "c", Batch: 1})
+		m := pr.Messages
+		items := append(ackItems(m, queen.AckCompleted), ackItems(m, queen.AckDLQ)...)
+		items = append(items, ackItems(m, queen.AckCompleted)...)
+		res := ack(t, b, items...)
+		require.True(t, res[0].Success)
+		require.False(t, res[1].Success, "dlq after completed in one call")
+		require.ErrorIs(t, res[1].Err, queen.ErrInvalidArgument)
+		require.Contains(t, res[1].Err.Error(), "item 0")
+		require.False(t, res[1].DeadLettered)
+		require.True(t, res[2].Success, "the same status again is a no-op")
+		page, err := b.DeadLetters(bg, queen.LetterFilter{Queue: "c"})
+		require.NoError(t, err)
+		require.Zero(t, page.Total)
+		require.Equal(t, int64(1), queueStats(t, b, "c").Partitions[0].Cursors[0].Offset)
+
+		pr = pop(t, b, queen.PopRequest{Queue: "c", Batch: 1})
+		_, err = b.Transaction().
+			Ack(pr.Messages[0], queen.AckCompleted, queen.AckOptions{}).
+			Push(queen.PushItem{Queue: "c2"}).
+			Ack(pr.Messages[0], queen.AckDLQ, queen.AckOptions{}).
+			Commit(bg)
+		require.ErrorIs(t, err, queen.ErrTransactionAborted)
+		require.ErrorIs(t, err, queen.ErrInvalidArgument)
+		var te *queen.TransactionError
+		require.True(t, errors.As(err, &te))
+		require.Equal(t, 2, te.Index)
+		require.Equal(t, 1, queueStats(t, b, "c").Partitions[0].Cursors[0].InFlight)
+		_, err = b.DescribeQueue(bg, "c2")
+		require.ErrorIs(t, err, queen.ErrNotFound)
+	})
+}
+
+// TestAck_ConcurrentAcksShareOneCommit: acks that reach the writer while
+// it is busy are written together, in one transaction and one fsync
+// (group commit), whoever sent them.
+func TestAck_ConcurrentAcksShareOneCommit(t *testing.T) {
+	b := openDurable(t)
+	const n = 8
+	var msgs []*queen.Message
+	for p := range n + 1 {
+		part := string(rune('a' + p))
+		_, err := b.Push(bg, []queen.PushItem{{Queue: "q", Partition: part, Payload: []byte(`1`)}})
+		require.NoError(t, err)
+		res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Partition: part, Group: "g", SubscriptionMode: queen.SubscriptionModeAll})
+		require.NoError(t, err)
+		require.Len(t, res.Messages, 1)
+		msgs = append(msgs, res.Messages[0])
+	}
+
+	held, queued, release := queen.HoldCommitsForTest(b)
+	defer release()
+	before := queen.CommitsForTest(b)
+	ack := func(m *queen.Message, errs chan<- error) {
+		_, err := b.Ack(bg, m, true, queen.AckOptions{})
+		errs <- err
+	}
+	errs := make(chan error, n+1)
+	go ack(msgs[n], errs) // the writer takes it and waits at the gate
+	<-held
+	var wg sync.WaitGroup
+	for _, m := range msgs[:n] {
+		wg.Add(1)
+		go func() { defer wg.Done(); ack(m, errs) }()
+	}
+	for queued() != n { // the acks reach the writer's queue
+		runtime.Gosched()
+	}
+	release()
+	wg.Wait()
+	for range n + 1 {
+		require.NoError(t, <-errs)
+	}
+	require.Equal(t, before+2, queen.CommitsForTest(b), "the held ack, then the %d others in one commit", n)
 }

@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"sync/atomic"
+
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -66,4 +69,40 @@ func TestConsume_AckAcceptedDuringABatchGoesInTheNext(t *testing.T) {
 	require.Equal(t, []int{1, 1}, sizes, "message 0's AckBatch, then message 1's alone")
 	require.Equal(t, 1, recv(t, acks.calls), "message 2's AckBatch")
 	require.EqualValues(t, 3, cursorOf(t, b, "next", "p", "g").Offset)
+}
+
+// TestConsume_PopsAgainWhileUnavailable: a loop whose pops fail with
+// ErrUnavailable pops again, however many times in a row, and handles the
+// message once the broker is back; it does not end with that error.
+func TestConsume_PopsAgainWhileUnavailable(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	c := &flakyPops{Broker: b}
+	c.failures.Store(3) // waits of 100, 200 and 400 ms
+	_, err := b.Push(context.Background(), []queen.PushItem{{Queue: "flaky", Payload: []byte(`1`)}})
+	require.NoError(t, err)
+	rt := queen.NewRuntime(c, nil)
+	var handled atomic.Int32
+	err = rt.Queue("flaky").Group("g").SubscriptionMode(queen.SubscriptionModeAll).Limit(1).
+		Consume(context.Background(), func(ctx context.Context, m *queen.Message) error {
+			handled.Add(1)
+			return nil
+		}).Execute(context.Background())
+	require.NoError(t, err, "three unavailable pops in a row do not end the loop")
+	require.EqualValues(t, 1, handled.Load())
+	require.LessOrEqual(t, c.failures.Load(), int32(-1), "every failure was popped through")
+}
+
+// flakyPops is a Client whose first pops fail with ErrUnavailable, as a
+// remote client's do while its server is out of reach.
+type flakyPops struct {
+	*queen.Broker
+	failures atomic.Int32
+}
+
+func (f *flakyPops) Pop(ctx context.Context, req queen.PopRequest) (*queen.PopResult, error) {
+	if f.failures.Add(-1) >= 0 {
+		return nil, fmt.Errorf("%w: server out of reach", queen.ErrUnavailable)
+	}
+	return f.Broker.Pop(ctx, req)
 }

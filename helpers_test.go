@@ -11,7 +11,12 @@ import (
 
 	"sort"
 
+	"io/fs"
+	"os"
+	"path/filepath"
+
 	"github.com/queenlite/queen"
+	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -207,4 +212,44 @@ func awaitValue[T any](ch <-chan T) (T, bool) {
 		var zero T
 		return zero, false
 	}
+}
+
+// limitQueue configures queue with MaxSize n.
+func limitQueue(t *testing.T, b *queen.Broker, queue string, n int) {
+	t.Helper()
+	cfg := queen.DefaultQueueConfig()
+	cfg.MaxSize = n
+	_, err := b.ConfigureQueue(bg, queue, cfg)
+	require.NoError(t, err)
+}
+
+func queueStats(t *testing.T, b *queen.Broker, queue string) *queen.QueueStats {
+	t.Helper()
+	st, err := b.QueueStats(bg, queue)
+	require.NoError(t, err)
+	return st
+}
+
+// openDurable opens a broker on disk with the default durability
+// (SyncEveryCommit) and a fake clock, so no timer-driven maintenance
+// writes during the test.
+func openDurable(t *testing.T) *queen.Broker {
+	t.Helper()
+	b := itest.OpenDir(t, t.TempDir(), &queen.Options{Clock: itest.NewClock()})
+	return b
+}
+
+// walkFiles calls fn with the contents of every regular file under dir.
+func walkFiles(dir string, fn func([]byte)) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		fn(data)
+		return nil
+	})
 }

@@ -632,3 +632,41 @@ func TestLimits_MaxPayload(t *testing.T) {
 		require.Equal(t, queen.MaxPayload, b.MaxPayload())
 	})
 }
+
+// TestLimits_PayloadOverDiskLimit: on disk, a 70 MiB push is ErrTooLarge
+// with a short message, not Badger's text followed by a hex dump of the
+// payload; and a payload of exactly MaxPayload is
+// stored, delivered and dead-lettered (with a long error text).
+func TestLimits_PayloadOverDiskLimit(t *testing.T) {
+	t.Parallel()
+	b := itest.OpenDir(t, t.TempDir(), &queen.Options{Durability: queen.SyncNever})
+	huge := make([]byte, 70<<20)
+	huge[0], huge[len(huge)-1] = '"', '"'
+	for i := 1; i < len(huge)-1; i++ {
+		huge[i] = 'x'
+	}
+	_, err := b.Push(bg, []queen.PushItem{{Queue: "big", Payload: huge}})
+	require.ErrorIs(t, err, queen.ErrTooLarge)
+	require.Less(t, len(err.Error()), 300, "%.300s", err)
+	_, err = b.Transaction().Push(queen.PushItem{Queue: "big", Payload: huge}).Commit(bg)
+	require.ErrorIs(t, err, queen.ErrTooLarge)
+
+	atLimit := huge[:queen.MaxPayload]
+	atLimit[len(atLimit)-1] = '"'
+	_, err = b.Push(bg, []queen.PushItem{{Queue: "big", Payload: append(atLimit[:len(atLimit):len(atLimit)], ' ')}})
+	require.ErrorIs(t, err, queen.ErrTooLarge, "one byte over")
+	res, err := b.Push(bg, []queen.PushItem{{Queue: "big", Payload: atLimit}})
+	require.NoError(t, err)
+	require.Equal(t, queen.PushQueued, res[0].Status)
+	got := pop(t, b, queen.PopRequest{Queue: "big"})
+	require.Len(t, got.Messages, 1)
+	require.Len(t, got.Messages[0].Payload, queen.MaxPayload)
+	items := ackItems(got.Messages, queen.AckDLQ)
+	items[0].Error = strings.Repeat("\x01", 64<<10) // escaped six times over in the letter
+	ack(t, b, items...)
+	page, err := b.DeadLetters(bg, queen.LetterFilter{Queue: "big"})
+	require.NoError(t, err)
+	require.Len(t, page.Letters, 1)
+	require.Len(t, page.Letters[0].Payload, queen.MaxPayload)
+	require.NoError(t, b.Ping(bg))
+}

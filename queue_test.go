@@ -184,3 +184,70 @@ func TestConfigureQueue_ShorterHoldAppliesAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestQueue_MaxSizeCountsPendingOnly: MaxSize bounds the messages the
+// slowest group has not settled, not every retained message: with
+// MaxSize=1, push, pop, ack, push is accepted (Pending is 0) though the
+// acked message is still stored; a commit-on-delivery pop and a dead
+// letter settle too.
+func TestQueue_MaxSizeCountsPendingOnly(t *testing.T) {
+	t.Parallel()
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+		limitQueue(t, b, "m", 1)
+		pushOne(t, b, "m", "", "a", `{}`)
+		require.Equal(t, queen.PushFailed, pushOne(t, b, "m", "", "x", `{}`).Status, "a is pending")
+		got := pop(t, b, queen.PopRequest{Queue: "m"})
+		require.Equal(t, queen.PushFailed, pushOne(t, b, "m", "", "x", `{}`).Status, "a is leased, not settled")
+		ackAll(t, b, got.Messages, queen.AckCompleted)
+		require.Equal(t, int64(0), queueStats(t, b, "m").Pending)
+		r := pushOne(t, b, "m", "", "b", `{}`)
+		require.Equal(t, queen.PushQueued, r.Status, "%v", r.Err)
+		r = pushOne(t, b, "m", "", "c", `{}`)
+		require.ErrorIs(t, r.Err, queen.ErrQueueFull)
+		st := queueStats(t, b, "m")
+		require.Equal(t, int64(1), st.Pending)
+		require.Equal(t, int64(2), st.Messages)
+
+		// Auto-ack pops and dead letters settle too.
+		pop(t, b, queen.PopRequest{Queue: "m", CommitOnDelivery: true})
+		require.Equal(t, queen.PushQueued, pushOne(t, b, "m", "", "d", `{}`).Status)
+		got = pop(t, b, queen.PopRequest{Queue: "m"})
+		ackAll(t, b, got.Messages, queen.AckDLQ)
+		require.Equal(t, queen.PushQueued, pushOne(t, b, "m", "", "e", `{}`).Status)
+	})
+}
+
+// TestQueue_MaxSizeFollowsSlowestGroup: with several groups, a message
+// counts until every group has settled it; a new group starting from the
+// beginning can leave the queue over MaxSize, and deleting the slow group
+// makes room.
+func TestQueue_MaxSizeFollowsSlowestGroup(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	limitQueue(t, b, "s", 2)
+	// Both groups join before any message.
+	pop(t, b, queen.PopRequest{Queue: "s", Group: "fast"})
+	pop(t, b, queen.PopRequest{Queue: "s"})
+	pushOne(t, b, "s", "p1", "a", `{}`)
+	pushOne(t, b, "s", "p2", "b", `{}`)
+	fast := pop(t, b, queen.PopRequest{Queue: "s", Group: "fast", Partitions: 2, Batch: 10})
+	require.Len(t, fast.Messages, 2)
+	ackAll(t, b, fast.Messages, queen.AckCompleted)
+	require.ErrorIs(t, pushOne(t, b, "s", "p1", "c", `{}`).Err, queen.ErrQueueFull, "queue mode has settled nothing")
+	qm := pop(t, b, queen.PopRequest{Queue: "s", Partition: "p2"})
+	ackAll(t, b, qm.Messages, queen.AckCompleted)
+	require.Equal(t, int64(1), queueStats(t, b, "s").Pending)
+	require.Equal(t, queen.PushQueued, pushOne(t, b, "s", "p2", "c", `{}`).Status)
+	require.ErrorIs(t, pushOne(t, b, "s", "p2", "d", `{}`).Err, queen.ErrQueueFull)
+
+	// A group reading everything from the start: pending is now 3.
+	pop(t, b, queen.PopRequest{Queue: "s", Group: "late", SubscriptionMode: queen.SubscriptionModeAll, Batch: 0, Partition: "none-yet"})
+	require.Equal(t, int64(3), queueStats(t, b, "s").Pending)
+	require.ErrorIs(t, pushOne(t, b, "s", "p2", "d", `{}`).Err, queen.ErrQueueFull)
+	for _, g := range []string{"late", ""} {
+		_, err := b.DeleteGroup(bg, g, "s", true)
+		require.NoError(t, err)
+	}
+	require.Equal(t, int64(1), queueStats(t, b, "s").Pending, "fast has only c left")
+	require.Equal(t, queen.PushQueued, pushOne(t, b, "s", "p2", "d", `{}`).Status)
+}

@@ -1,43 +1,16 @@
 package queen_test
 
 import (
+	"testing"
+
 	"encoding/json"
 	"fmt"
 	"strings"
-	"testing"
 
 	"github.com/queenlite/queen"
 	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/stretchr/testify/require"
 )
-
-// pushPadded pushes n messages of a pad bytes long to each of partitions
-// "0", "1", ... of queue, and returns the payload.
-func pushPadded(t testing.TB, b *queen.Broker, queue string, partitions, n, pad int) string {
-	t.Helper()
-	payload := fmt.Sprintf(`{"pad":%q}`, strings.Repeat("x", pad))
-	for p := range partitions {
-		items := make([]queen.PushItem, n)
-		for i := range items {
-			items[i] = queen.PushItem{Queue: queue, Partition: fmt.Sprint(p), Payload: json.RawMessage(payload)}
-		}
-		_, err := b.Push(bg, items)
-		require.NoError(t, err)
-	}
-	return payload
-}
-
-// queueReport finds name in rep.
-func queueReport(t *testing.T, rep *queen.StoreReport, name string) queen.QueueReport {
-	t.Helper()
-	for _, q := range rep.Queues {
-		if q.Name == name {
-			return q
-		}
-	}
-	t.Fatalf("no queue %s in the report", name)
-	return queen.QueueReport{}
-}
 
 // TestStoreReport_SizesPerQueue checks the approximate size of queues of
 // large and of small messages: from pushes while open, from the sample
@@ -107,4 +80,32 @@ func TestInspect_Refusals(t *testing.T) {
 	require.NoError(t, b.Close())
 	_, err = queen.Inspect(bg, dir, nil)
 	require.NoError(t, err)
+}
+
+// pushPadded pushes n messages of a pad bytes long to each of partitions
+// "0", "1", ... of queue, and returns the payload.
+func pushPadded(t testing.TB, b *queen.Broker, queue string, partitions, n, pad int) string {
+	t.Helper()
+	payload := fmt.Sprintf(`{"pad":%q}`, strings.Repeat("x", pad))
+	for p := range partitions {
+		items := make([]queen.PushItem, n)
+		for i := range items {
+			items[i] = queen.PushItem{Queue: queue, Partition: fmt.Sprint(p), Payload: json.RawMessage(payload)}
+		}
+		_, err := b.Push(bg, items)
+		require.NoError(t, err)
+	}
+	return payload
+}
+
+// queueReport finds name in rep.
+func queueReport(t *testing.T, rep *queen.StoreReport, name string) queen.QueueReport {
+	t.Helper()
+	for _, q := range rep.Queues {
+		if q.Name == name {
+			return q
+		}
+	}
+	t.Fatalf("no queue %s in the report", name)
+	return queen.QueueReport{}
 }
