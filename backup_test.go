@@ -590,3 +590,37 @@ func TestBackup_CancelledBetweenChunks(t *testing.T) {
 	err = queen.Restore(context.Background(), t.TempDir()+"/store", nil, bytes.NewReader(w.Bytes()))
 	require.ErrorIs(t, err, queen.ErrCorruptBackup, "no end record")
 }
+
+func TestBackup_SinceAheadOfTheStoreIsRefused(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	var w bytes.Buffer
+	next, err := b.Backup(bg, &w, 0)
+	require.NoError(t, err)
+	_, err = b.Backup(bg, &w, next+1000)
+	require.ErrorIs(t, err, queen.ErrInvalidArgument)
+	require.NoError(t, b.Close())
+	_, err = b.Backup(bg, &w, 0)
+	require.ErrorIs(t, err, queen.ErrClosed)
+}
+
+// TestBackup_IncrementAfterARestart: versions go on across a restart, so
+// an increment taken after one applies over a backup taken before.
+func TestBackup_IncrementAfterARestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	clock := itest.NewClock()
+	b := openStore(t, dir, clock)
+	pushOne(t, b, "q", "", "a", `{"n":1}`)
+	var full, inc bytes.Buffer
+	next, err := b.Backup(bg, &full, 0)
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+	b = openStore(t, dir, clock)
+	pushOne(t, b, "q", "", "b", `{"n":2}`)
+	_, err = b.Backup(bg, &inc, next)
+	require.NoError(t, err)
+	restoredTo := filepath.Join(t.TempDir(), "r")
+	require.NoError(t, queen.Restore(bg, restoredTo, nil, readers(full.Bytes(), inc.Bytes())...))
+	require.Equal(t, observe(t, b), observe(t, openStore(t, restoredTo, clock)))
+}

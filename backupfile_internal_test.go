@@ -141,3 +141,32 @@ func TestBackupReader_RefusesAnEntryLongerThanItsChunk(t *testing.T) {
 		require.ErrorIs(t, err, ErrCorruptBackup, "key length %d", rest)
 	}
 }
+
+// TestBackupReader_RefusesKeysOutOfOrder: entries must be in strictly
+// ascending key order, each key once (a restore merges on that order).
+func TestBackupReader_RefusesKeysOutOfOrder(t *testing.T) {
+	t.Parallel()
+	for _, entries := range [][][2]string{
+		{{"Qb", "1"}, {"Qa", "2"}},
+		{{"Qa", "1"}, {"Qa", "2"}},
+	} {
+		br, err := readBackupHeader(bytes.NewReader(craft(t, entries...)))
+		require.NoError(t, err)
+		_, _, _, err = br.next()
+		require.NoError(t, err)
+		_, _, _, err = br.next()
+		require.ErrorIs(t, err, ErrCorruptBackup, "%v", entries)
+	}
+	br, err := readBackupHeader(bytes.NewReader(craft(t, [2]string{"Qa", "1"}, [2]string{"Qab", "2"}, [2]string{"Qb", ""})))
+	require.NoError(t, err)
+	var got []string
+	for {
+		_, k, v, err := br.next()
+		if err != nil {
+			require.ErrorIs(t, err, io.EOF)
+			break
+		}
+		got = append(got, string(k)+"="+string(v))
+	}
+	require.Equal(t, []string{"Qa=1", "Qab=2", "Qb="}, got)
+}

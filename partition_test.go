@@ -211,13 +211,13 @@ func TestPartition_LastPushAtSurvivesDeletingTheNewestMessage(t *testing.T) {
 	require.True(t, lastPush().Equal(last), "reopened: %v, pushed at %v", lastPush(), last)
 }
 
-// TestConcurrency_PerPartitionOrderUnderChaos runs 8 workers of one group
+// TestPartition_OrderUnderConcurrentChaos runs 8 workers of one group
 // over 100 partitions while producers push, with random completed, failed,
 // retry and abandoned batches (left to expire on the fake clock), and checks
 // every delivery against a model of the cursor rule: each batch of a
 // partition starts exactly at the lowest unsettled offset, is contiguous,
 // nothing settled comes back, and attempts count every delivery.
-func TestConcurrency_PerPartitionOrderUnderChaos(t *testing.T) {
+func TestPartition_OrderUnderConcurrentChaos(t *testing.T) {
 	t.Parallel()
 	const (
 		partitions = 100

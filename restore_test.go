@@ -21,7 +21,6 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/queenlite/queen"
 	itest "github.com/queenlite/queen/internal/queentest"
-	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -181,19 +180,6 @@ func TestRestore_Arguments(t *testing.T) {
 	requireNothingRestored(t, dir)
 }
 
-func TestBackup_SinceAheadOfTheStoreIsRefused(t *testing.T) {
-	t.Parallel()
-	b := queentest.NewBroker(t, nil)
-	var w bytes.Buffer
-	next, err := b.Backup(bg, &w, 0)
-	require.NoError(t, err)
-	_, err = b.Backup(bg, &w, next+1000)
-	require.ErrorIs(t, err, queen.ErrInvalidArgument)
-	require.NoError(t, b.Close())
-	_, err = b.Backup(bg, &w, 0)
-	require.ErrorIs(t, err, queen.ErrClosed)
-}
-
 // TestRestore_NewerFormatIsRefused restores a backup whose header says it
 // is of a newer store format (its checksum fixed up): the error names both.
 func TestRestore_NewerFormatIsRefused(t *testing.T) {
@@ -232,27 +218,6 @@ func TestRestore_MissingChunkIsRefused(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
 	require.ErrorIs(t, queen.Restore(bg, dir, nil, readers(cut)...), queen.ErrCorruptBackup)
 	requireNothingRestored(t, dir)
-}
-
-// TestBackup_IncrementAfterARestart: versions go on across a restart, so
-// an increment taken after one applies over a backup taken before.
-func TestBackup_IncrementAfterARestart(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	clock := itest.NewClock()
-	b := openStore(t, dir, clock)
-	pushOne(t, b, "q", "", "a", `{"n":1}`)
-	var full, inc bytes.Buffer
-	next, err := b.Backup(bg, &full, 0)
-	require.NoError(t, err)
-	require.NoError(t, b.Close())
-	b = openStore(t, dir, clock)
-	pushOne(t, b, "q", "", "b", `{"n":2}`)
-	_, err = b.Backup(bg, &inc, next)
-	require.NoError(t, err)
-	restoredTo := filepath.Join(t.TempDir(), "r")
-	require.NoError(t, queen.Restore(bg, restoredTo, nil, readers(full.Bytes(), inc.Bytes())...))
-	require.Equal(t, observe(t, b), observe(t, openStore(t, restoredTo, clock)))
 }
 
 // deadRestore leaves beside dir what a restore killed with SIGKILL leaves:

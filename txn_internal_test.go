@@ -10,7 +10,7 @@ import (
 // A transaction whose writes do not fit in one storage transaction is
 // ErrTooLarge and writes nothing: too many operations even if their bytes
 // would fit, or too many bytes even if the operations would.
-func TestTransaction_TooLargeForOneStorageTransaction(t *testing.T) {
+func TestTxn_TooLargeForOneStorageTransaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	b, err := Open("", &Options{InMemory: true})

@@ -117,7 +117,7 @@ func TestTxn_RepeatedTransactionIDTakesRoomOnce(t *testing.T) {
 
 // A transaction aborted by a refused ack gives back the MaxSize room its
 // pushes had reserved: afterwards a push of MaxSize messages fits.
-func TestTransaction_AbortGivesBackMaxSizeRoom(t *testing.T) {
+func TestTxn_AbortGivesBackMaxSizeRoom(t *testing.T) {
 	t.Parallel()
 	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		cfg := queen.DefaultQueueConfig()
@@ -149,7 +149,7 @@ func TestTransaction_AbortGivesBackMaxSizeRoom(t *testing.T) {
 
 // A transaction's ack needs both its TransactionID and its PartitionID:
 // one without either is an *ArgumentError and nothing runs.
-func TestTransaction_AckNeedsBothIDs(t *testing.T) {
+func TestTxn_AckNeedsBothIDs(t *testing.T) {
 	t.Parallel()
 	b := queentest.NewBroker(t, nil)
 	pushN(t, b, "in", "", 1)
