@@ -256,3 +256,47 @@ func TestRetry_RetryAfterIsCapped(t *testing.T) {
 		})
 	}
 }
+
+func TestRetries(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	f := &flaky{next: httpapi.New(b, nil)}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	c, err := remote.Dial(srv.URL, &remote.Options{Retries: 3, RetryBackoff: time.Millisecond})
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+
+	// A push is safe to repeat: retried through two 502s.
+	f.path = "/api/v1/push"
+	f.n.Store(2)
+	res, err := c.Push(ctx, []queen.PushItem{{Queue: "q", Payload: json.RawMessage(`{"n":1}`)}})
+	require.NoError(t, err)
+	require.Equal(t, queen.PushQueued, res[0].Status)
+	require.NotEmpty(t, res[0].TransactionID, "a transactionId was given before the first try")
+	require.EqualValues(t, 3, f.calls.Load())
+
+	// Past the retries, the server's error comes back.
+	f.calls.Store(0)
+	f.n.Store(10)
+	_, err = c.Push(ctx, []queen.PushItem{{Queue: "q"}})
+	var se *remote.ServerError
+	require.ErrorAs(t, err, &se)
+	require.Equal(t, http.StatusBadGateway, se.StatusCode)
+	require.Equal(t, "upstream restarting", se.Message)
+	require.ErrorIs(t, err, queen.ErrUnavailable, "a 5xx: try again later")
+	require.EqualValues(t, 4, f.calls.Load())
+
+	// An ack is not repeated.
+	msgs, err := c.Queue("q").Wait(false).Pop(ctx)
+	require.NoError(t, err)
+	require.Len(t, msgs, 1)
+	f.path, f.calls = "/api/v1/ack", atomic.Int32{}
+	f.n.Store(1)
+	_, err = c.Ack(ctx, msgs[0], true, queen.AckOptions{})
+	require.ErrorAs(t, err, &se)
+	require.EqualValues(t, 1, f.calls.Load())
+	_, err = c.Ack(ctx, msgs[0], true, queen.AckOptions{})
+	require.NoError(t, err)
+}

@@ -131,50 +131,6 @@ func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.next.ServeHTTP(w, r)
 }
 
-func TestRetries(t *testing.T) {
-	t.Parallel()
-	b := queentest.NewBroker(t, nil)
-	f := &flaky{next: httpapi.New(b, nil)}
-	srv := httptest.NewServer(f)
-	defer srv.Close()
-	c, err := remote.Dial(srv.URL, &remote.Options{Retries: 3, RetryBackoff: time.Millisecond})
-	require.NoError(t, err)
-	defer c.Close()
-	ctx := context.Background()
-
-	// A push is safe to repeat: retried through two 502s.
-	f.path = "/api/v1/push"
-	f.n.Store(2)
-	res, err := c.Push(ctx, []queen.PushItem{{Queue: "q", Payload: json.RawMessage(`{"n":1}`)}})
-	require.NoError(t, err)
-	require.Equal(t, queen.PushQueued, res[0].Status)
-	require.NotEmpty(t, res[0].TransactionID, "a transactionId was given before the first try")
-	require.EqualValues(t, 3, f.calls.Load())
-
-	// Past the retries, the server's error comes back.
-	f.calls.Store(0)
-	f.n.Store(10)
-	_, err = c.Push(ctx, []queen.PushItem{{Queue: "q"}})
-	var se *remote.ServerError
-	require.ErrorAs(t, err, &se)
-	require.Equal(t, http.StatusBadGateway, se.StatusCode)
-	require.Equal(t, "upstream restarting", se.Message)
-	require.ErrorIs(t, err, queen.ErrUnavailable, "a 5xx: try again later")
-	require.EqualValues(t, 4, f.calls.Load())
-
-	// An ack is not repeated.
-	msgs, err := c.Queue("q").Wait(false).Pop(ctx)
-	require.NoError(t, err)
-	require.Len(t, msgs, 1)
-	f.path, f.calls = "/api/v1/ack", atomic.Int32{}
-	f.n.Store(1)
-	_, err = c.Ack(ctx, msgs[0], true, queen.AckOptions{})
-	require.ErrorAs(t, err, &se)
-	require.EqualValues(t, 1, f.calls.Load())
-	_, err = c.Ack(ctx, msgs[0], true, queen.AckOptions{})
-	require.NoError(t, err)
-}
-
 func TestErrClosed(t *testing.T) {
 	t.Parallel()
 	b := queentest.NewBroker(t, nil)
@@ -644,4 +600,110 @@ func TestClose_ClientSendsNothing(t *testing.T) {
 	_, err = c.DescribeQueue(ctx, "q")
 	require.ErrorIs(t, err, queen.ErrClosed)
 	require.Zero(t, ct.n.Load(), "nothing was sent")
+}
+
+// A handler's own ack that finds the message already settled (here by
+// another client of the same broker) tells the loop the message is
+// settled: when the handler then fails, the loop does not try to settle
+// it again as a failure (which would be refused and reported released).
+func TestConsume_HandlerAckFindsMessageSettled(t *testing.T) {
+	t.Parallel()
+	c, b := served(t, nil, nil)
+	ctx := context.Background()
+	_, err := b.Push(ctx, []queen.PushItem{{Queue: "twice", Payload: json.RawMessage(`{}`)}})
+	require.NoError(t, err)
+	boom := errors.New("boom")
+	var mu sync.Mutex
+	var got []queen.Settlement
+	var handlerErr error
+	err = c.Queue("twice").AutoAck(false).Limit(1).Each().
+		Consume(ctx, func(ctx context.Context, m *queen.Message) error {
+			_, err := b.Ack(ctx, m, true, queen.AckOptions{}) // another client settles it
+			require.NoError(t, err)
+			_, handlerErr = c.Ack(ctx, m, false, queen.AckOptions{})
+			return boom
+		}).OnSettled(func(s queen.Settlement) {
+		mu.Lock()
+		got = append(got, s)
+		mu.Unlock()
+	}).Execute(ctx)
+	require.NoError(t, err)
+	require.ErrorIs(t, handlerErr, queen.ErrAlreadySettled)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, got, 1)
+	require.Equal(t, queen.OutcomeHandled, got[0].Outcome)
+	require.ErrorIs(t, got[0].Err, boom)
+	require.NoError(t, got[0].AckErr)
+	require.Empty(t, got[0].Status, "the loop sent no ack of its own")
+}
+
+// The consume loop over remote settles a lane's accepted messages with
+// batched acks, not one request per message. The server holds the first
+// ack request until the handler has seen the lane's last message: a loop
+// that waited for each ack before the next message would never get there
+// (the hold gives up after 10 s and the count then fails).
+func TestConsume_LoopBatchesAcks(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	var mu sync.Mutex
+	var requests []string
+	lastSeen := make(chan struct{})
+	var hold sync.Once
+	api := httpapi.New(b, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/api/v1/ack") {
+			mu.Lock()
+			requests = append(requests, r.URL.Path)
+			mu.Unlock()
+			hold.Do(func() {
+				select {
+				case <-lastSeen:
+				case <-time.After(10 * time.Second):
+				}
+			})
+		}
+		api.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	c, err := remote.Dial(srv.URL, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+
+	ctx := context.Background()
+	push := make([]queen.PushItem, 100)
+	for i := range push {
+		push[i] = queen.PushItem{Queue: "q", Partition: "p", Payload: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}
+	}
+	_, err = b.Push(ctx, push)
+	require.NoError(t, err)
+
+	var smu sync.Mutex
+	accepted, seen := 0, 0
+	err = c.Queue("q").Group("g").SubscriptionMode(queen.SubscriptionModeAll).Batch(100).Concurrency(1).Each().Limit(100).
+		Consume(ctx, func(context.Context, *queen.Message) error {
+			smu.Lock()
+			defer smu.Unlock()
+			if seen++; seen == 100 {
+				close(lastSeen)
+			}
+			return nil
+		}).
+		OnSettled(func(s queen.Settlement) {
+			smu.Lock()
+			defer smu.Unlock()
+			if s.Outcome == queen.OutcomeAccepted && s.AckErr == nil {
+				accepted++
+			}
+		}).
+		Execute(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 100, accepted)
+	mu.Lock()
+	defer mu.Unlock()
+	require.LessOrEqual(t, len(requests), 2, "ack requests for 100 messages of one lane: %v", requests)
+	gs, err := b.ListGroups(ctx, "g")
+	require.NoError(t, err)
+	require.Len(t, gs, 1)
+	require.Zero(t, gs[0].Lag)
 }
