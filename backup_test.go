@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"flag"
+	"math/rand/v2"
+
 	"github.com/queenlite/queen"
 	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/queenlite/queen/queentest"
@@ -389,4 +392,235 @@ func partitionID(t *testing.T, b *queen.Broker, queue, partition string) string 
 	}
 	t.Fatalf("no partition %s/%s", queue, partition)
 	return ""
+}
+
+var (
+	soakSeeds  = flag.Int("backupsoak.seeds", 0, "TestBackup_ChainSoak: seeds (stores) to run; 0 skips it")
+	soakRounds = flag.Int("backupsoak.rounds", 3, "TestBackup_ChainSoak: increments per store")
+	soakOps    = flag.Int("backupsoak.ops", 60, "TestBackup_ChainSoak: operations between two backups")
+	soakSeed   = flag.Uint64("backupsoak.seed", 0, "TestBackup_ChainSoak: first seed (0: from the clock)")
+)
+
+// TestBackup_ChainSoak builds backup chains over random work: per seed, a
+// store under SyncPushes with an encrypted queue and a plain one, random
+// pushes, pops acked completed, failed (to dead letters) or parked, dead
+// letters deleted and replayed, a full backup and then increments, the
+// broker closed and reopened between two backups. After each backup the
+// chain so far is restored and must answer as the store did at that
+// backup, and the store's version must not go back across a reopen; at the
+// end a fresh full backup restores to the same store as the whole chain.
+// On demand only: -backupsoak.seeds=N runs it (docs/long-runs.md).
+func TestBackup_ChainSoak(t *testing.T) {
+	if testing.Short() || *soakSeeds == 0 {
+		t.Skip("a soak, on demand: -backupsoak.seeds=N (docs/long-runs.md)")
+	}
+	t.Parallel()
+	first := *soakSeed
+	if first == 0 {
+		first = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seeds %d.. (rerun one with -backupsoak.seed=N -backupsoak.seeds=1)", first)
+	start := time.Now()
+	var backups, bytesWritten, messages, restores int
+	for s := range *soakSeeds {
+		seed := first + uint64(s)
+		n, m, bw, rs := soakChain(t, seed)
+		backups, bytesWritten, messages, restores = backups+n, bytesWritten+bw, messages+m, restores+rs
+		if t.Failed() {
+			t.Fatalf("seed %d failed (rerun with -backupsoak.seed=%d -backupsoak.seeds=1)", seed, seed)
+		}
+	}
+	t.Logf("%d seeds x %d increments: %d backups (%d bytes), %d restores compared, %d messages pushed, %s",
+		*soakSeeds, *soakRounds, backups, bytesWritten, restores, messages, time.Since(start).Round(time.Millisecond))
+}
+
+// soakChain runs one seed of TestBackup_ChainSoak and returns its figures.
+func soakChain(t *testing.T, seed uint64) (backups, pushed, written, restores int) {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	key := make([]byte, 32)
+	for i := range key {
+		key[i] = byte(rng.IntN(256))
+	}
+	clock := itest.NewClock()
+	opts := &queen.Options{Clock: clock, Durability: queen.SyncPushes, EncryptionKey: key, MaintenanceInterval: time.Hour}
+	dir := t.TempDir()
+	b, err := queen.Open(dir, opts)
+	require.NoError(t, err)
+	defer func() { _ = b.Close() }()
+	configureWith(t, b, "enc", func(c *queen.QueueConfig) { c.EncryptionEnabled, c.RetryLimit, c.DeadLetterQueue = true, 1, true })
+	configureWith(t, b, "plain", func(c *queen.QueueConfig) { c.RetryLimit, c.DeadLetterQueue = 1, true })
+	queues := []string{"enc", "plain"}
+	var chain [][]byte
+	var next uint64
+	for round := 0; round <= *soakRounds; round++ {
+		for range *soakOps {
+			q := queues[rng.IntN(2)]
+			switch op := rng.IntN(10); {
+			case op < 5:
+				items := make([]queen.PushItem, 1+rng.IntN(4))
+				for i := range items {
+					items[i] = queen.PushItem{Queue: q, Partition: fmt.Sprint("p", rng.IntN(3)), TransactionID: fmt.Sprintf("s%d-%d", seed, pushed),
+						Payload: json.RawMessage(fmt.Sprintf(`{"n":%d,"pad":%q}`, pushed, strings.Repeat("x", rng.IntN(600))))}
+					pushed++
+				}
+				_, err := b.Push(bg, items)
+				require.NoError(t, err)
+			case op < 8:
+				req := queen.PopRequest{Queue: q, Batch: 1 + rng.IntN(3)}
+				if rng.IntN(2) == 0 {
+					req.Group, req.SubscriptionMode = "g", queen.SubscriptionModeAll
+				}
+				r := pop(t, b, req)
+				st := []queen.AckStatus{queen.AckCompleted, queen.AckCompleted, queen.AckFailed, queen.AckDLQ, queen.AckPark}[rng.IntN(5)]
+				if len(r.Messages) > 0 {
+					ackAll(t, b, r.Messages, st)
+				}
+				clock.Advance(2 * time.Second) // past retry delays
+			default:
+				page, err := b.DeadLetters(bg, queen.LetterFilter{Queue: q, Limit: 5})
+				require.NoError(t, err)
+				if len(page.Letters) > 0 {
+					l := page.Letters[rng.IntN(len(page.Letters))]
+					if rng.IntN(2) == 0 {
+						require.NoError(t, b.DeleteDeadLetter(bg, l.ID))
+					} else {
+						_, err := b.ReplayDeadLetter(bg, l.ID)
+						require.NoError(t, err)
+					}
+				}
+			}
+		}
+		var w bytes.Buffer
+		since := next
+		next, err = b.Backup(bg, &w, since)
+		require.NoError(t, err)
+		chain = append(chain, w.Bytes())
+		backups, written = backups+1, written+w.Len()
+		want := observe(t, b)
+		got := restoredWith(t, opts, chain...)
+		require.Equal(t, want, observe(t, got), "seed %d: the chain of %d backups restores otherwise", seed, len(chain))
+		require.NoError(t, got.Close())
+		restores++
+		// Reopen between two backups: versions go on across it.
+		require.NoError(t, b.Close())
+		b, err = queen.Open(dir, opts)
+		require.NoError(t, err)
+		reopened, err := b.Backup(bg, io.Discard, 0)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, reopened, next, "seed %d: the store's version went back across a reopen", seed)
+	}
+	var w bytes.Buffer
+	_, err = b.Backup(bg, &w, 0)
+	require.NoError(t, err)
+	one, all := restoredWith(t, opts, w.Bytes()), restoredWith(t, opts, chain...)
+	require.Equal(t, observe(t, one), observe(t, all), "seed %d: a full backup and the chain differ", seed)
+	require.NoError(t, one.Close())
+	require.NoError(t, all.Close())
+	return backups, pushed, written, restores + 1
+}
+
+// restoredWith restores backups into a new directory and opens it with
+// opts (the encryption key: the restored payloads are as stored).
+func restoredWith(t *testing.T, opts *queen.Options, backups ...[]byte) *queen.Broker {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "restored")
+	require.NoError(t, queen.Restore(bg, dir, nil, readers(backups...)...))
+	r, err := queen.Open(dir, opts)
+	require.NoError(t, err)
+	return r
+}
+
+// TestBackup_IncrementAfterAReopenThatFollowedADeleteOnlyCommit: when the
+// last commit before a backup only deleted (here a dead letter), Badger
+// keeps no entry of that version through a close, so a reopened store
+// could give its next commit the backup's own next version again, and the
+// following increment would name that commit's keys without their values
+// (a stale cursor, or ErrBackupChain for a new key). Each backup leaves a
+// write after its snapshot, so the store's versions stay ahead of every
+// next it returned, and the increment carries that commit whole.
+func TestBackup_IncrementAfterAReopenThatFollowedADeleteOnlyCommit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	clock := itest.NewClock()
+	opts := &queen.Options{Clock: clock, Durability: queen.SyncPushes, MaintenanceInterval: time.Hour}
+	b, err := queen.Open(dir, opts)
+	require.NoError(t, err)
+	configureWith(t, b, "q", func(c *queen.QueueConfig) { c.DeadLetterQueue = true })
+	pushN(t, b, "q", "", 3)
+	r := pop(t, b, queen.PopRequest{Queue: "q", Batch: 1})
+	ackAll(t, b, r.Messages, queen.AckDLQ)
+	dead, err := b.DeadLetters(bg, queen.LetterFilter{Queue: "q"})
+	require.NoError(t, err)
+	require.NoError(t, b.DeleteDeadLetter(bg, dead.Letters[0].ID)) // the last commit only deletes
+	var full bytes.Buffer
+	next, err := b.Backup(bg, &full, 0)
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+
+	b, err = queen.Open(dir, opts)
+	require.NoError(t, err)
+	defer b.Close()
+	r = pop(t, b, queen.PopRequest{Queue: "q", Batch: 1}) // moves the cursor: a key the base has
+	ackAll(t, b, r.Messages, queen.AckCompleted)
+	pushOne(t, b, "q", "p2", "new", `{"new":1}`) // a partition the base lacks
+	var inc bytes.Buffer
+	_, err = b.Backup(bg, &inc, next)
+	require.NoError(t, err)
+	got := restoredWith(t, opts, full.Bytes(), inc.Bytes())
+	defer got.Close()
+	require.Equal(t, observe(t, b), observe(t, got))
+}
+
+// TestBackup_CancelledBetweenChunks: a store larger than one chunk (1 MiB)
+// backed up under a cancelled ctx stops with ctx's error, and what it
+// wrote is not a backup Restore accepts.
+func TestBackup_CancelledBetweenChunks(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	payload := []byte(`"` + strings.Repeat("x", 64<<10) + `"`)
+	for range 40 { // about 2.5 MiB
+		_, err := b.Push(context.Background(), []queen.PushItem{{Queue: "big", Payload: payload}})
+		require.NoError(t, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var w bytes.Buffer
+	_, err := b.Backup(ctx, &w, 0)
+	require.ErrorIs(t, err, context.Canceled)
+	err = queen.Restore(context.Background(), t.TempDir()+"/store", nil, bytes.NewReader(w.Bytes()))
+	require.ErrorIs(t, err, queen.ErrCorruptBackup, "no end record")
+}
+
+func TestBackup_SinceAheadOfTheStoreIsRefused(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	var w bytes.Buffer
+	next, err := b.Backup(bg, &w, 0)
+	require.NoError(t, err)
+	_, err = b.Backup(bg, &w, next+1000)
+	require.ErrorIs(t, err, queen.ErrInvalidArgument)
+	require.NoError(t, b.Close())
+	_, err = b.Backup(bg, &w, 0)
+	require.ErrorIs(t, err, queen.ErrClosed)
+}
+
+// TestBackup_IncrementAfterARestart: versions go on across a restart, so
+// an increment taken after one applies over a backup taken before.
+func TestBackup_IncrementAfterARestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	clock := itest.NewClock()
+	b := openStore(t, dir, clock)
+	pushOne(t, b, "q", "", "a", `{"n":1}`)
+	var full, inc bytes.Buffer
+	next, err := b.Backup(bg, &full, 0)
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+	b = openStore(t, dir, clock)
+	pushOne(t, b, "q", "", "b", `{"n":2}`)
+	_, err = b.Backup(bg, &inc, next)
+	require.NoError(t, err)
+	restoredTo := filepath.Join(t.TempDir(), "r")
+	require.NoError(t, queen.Restore(bg, restoredTo, nil, readers(full.Bytes(), inc.Bytes())...))
+	require.Equal(t, observe(t, b), observe(t, openStore(t, restoredTo, clock)))
 }

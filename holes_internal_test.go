@@ -147,3 +147,91 @@ func TestHoles_CountOnlyMetadataIsRepairedAtOpen(t *testing.T) {
 	require.Equal(t, int64(0), res.Messages[0].Offset)
 	require.Equal(t, int64(3), res.Messages[1].Offset)
 }
+
+// Retention that moves a partition's first offset past deleted messages
+// forgets their holes, in memory and in the stored metadata: the records
+// of deleted messages do not pile up below the start.
+func TestHoles_RetentionTrimsThoseBelowFirst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clock := &stepClock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	b, err := Open("", &Options{InMemory: true, Clock: clock})
+	require.NoError(t, err)
+	defer b.Close()
+	cfg := DefaultQueueConfig()
+	cfg.Retention = time.Hour
+	_, err = b.ConfigureQueue(ctx, "r", cfg)
+	require.NoError(t, err)
+	push := func(txids ...string) string {
+		var pid string
+		for _, tx := range txids {
+			res, err := b.Push(ctx, []PushItem{{Queue: "r", TransactionID: tx, Payload: []byte(`1`)}})
+			require.NoError(t, err)
+			require.Equal(t, PushQueued, res[0].Status)
+			pid = res[0].PartitionID
+		}
+		return pid
+	}
+	pid := push("t0", "t1", "t2", "t3") // old: offsets 0..3
+	clock.Advance(2 * time.Hour)
+	push("t4", "t5", "t6") // new: offsets 4..6
+	for _, tx := range []string{"t1", "t2", "t5"} {
+		require.NoError(t, b.DeleteMessage(ctx, pid, tx))
+	}
+	b.mu.Lock()
+	p := b.queues["r"].parts[DefaultPartition]
+	b.mu.Unlock()
+	holes := func() (first int64, runs []holeRun, n int64) { // copied under b.mu, checked outside it
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if hs := p.holeSet(); hs != nil {
+			runs, n = append(runs, hs.runs...), hs.n
+		}
+		return p.first, runs, n
+	}
+	_, runs, _ := holes()
+	require.Equal(t, []holeRun{{1, 3}, {5, 6}}, runs)
+
+	require.NoError(t, b.Maintain(ctx)) // deletes 0 and 3, the old ones left
+
+	first, runs, n := holes()
+	require.Equal(t, int64(4), first)
+	require.Equal(t, []holeRun{{5, 6}}, runs, "the holes below first are forgotten")
+	require.Equal(t, int64(1), n)
+	m := storedPartition(t, b, p.pid)
+	require.Equal(t, int64(4), m.First)
+	require.Equal(t, int64(1), m.Holes, "stored metadata counts only the holes at or after first")
+	require.Equal(t, []int64{5, 6}, m.HoleRuns)
+	st, err := b.QueueStats(ctx, "r")
+	require.NoError(t, err)
+	for _, ps := range st.Partitions {
+		if ps.Name == DefaultPartition {
+			require.Equal(t, int64(2), ps.Messages) // 4 and 6
+		}
+	}
+
+	// Retention past every hole leaves none.
+	clock.Advance(2 * time.Hour)
+	require.NoError(t, b.Maintain(ctx))
+	first, runs, n = holes()
+	require.Equal(t, int64(7), first)
+	require.Empty(t, runs)
+	require.Zero(t, n)
+	m = storedPartition(t, b, p.pid)
+	require.Zero(t, m.Holes)
+	require.Empty(t, m.HoleRuns)
+}
+
+// storedBetween counts the stored messages of [from, end) only, also
+// where a run of deleted offsets crosses end or from.
+func TestHoles_StoredBetweenClipsToTheRange(t *testing.T) {
+	t.Parallel()
+	p := &partition{q: &queue{}, first: 0, next: 20}
+	for off := int64(10); off < 13; off++ {
+		require.True(t, p.addHole(off))
+	}
+	require.Equal(t, int64(4), p.storedBetween(6, 12), "6..9: the run 10..12 is cut at 12")
+	require.Equal(t, int64(2), p.storedBetween(11, 15), "13, 14: the run is cut at 11")
+	require.Equal(t, int64(0), p.storedBetween(10, 13))
+	require.Equal(t, int64(7), p.storedBetween(6, 16))
+}

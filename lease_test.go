@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"log/slog"
+	"strings"
+
 	"github.com/queenlite/queen"
 	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/queenlite/queen/queentest"
@@ -485,4 +488,230 @@ func TestLease_SubSecondLeaseIsRefused(t *testing.T) {
 	clock.Advance(time.Millisecond)
 	again := pop(t, b, queen.PopRequest{Queue: "q", Lease: time.Second})
 	require.Equal(t, []int{2}, attemptsOf(again.Messages), "expired at 1.5 s exactly")
+}
+
+// A commit-on-delivery pop that reads up to a message still on hold
+// (DelayedProcessing) leaves the cursor on it: the next pop delivers
+// nothing before the hold ends and the held message once after.
+func TestPop_CommitOnDeliveryStopsAtHeldMessage(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
+	cfg := queen.DefaultQueueConfig()
+	cfg.DelayedProcessing = 10 * time.Second
+	_, err := b.ConfigureQueue(bg, "d", cfg)
+	require.NoError(t, err)
+	pushN(t, b, "d", "", 1)
+	clock.Advance(4 * time.Second)
+	pushN(t, b, "d", "", 1) // visible at 14 s
+	clock.Advance(6 * time.Second)
+	req := queen.PopRequest{Queue: "d", Group: "g", SubscriptionMode: queen.SubscriptionModeAll, CommitOnDelivery: true, Batch: 10}
+	require.Equal(t, []int64{0}, offsets(pop(t, b, req).Messages))
+	st, err := b.QueueStats(bg, "d")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), st.Partitions[0].Cursors[0].Offset, "the cursor stands on the held message")
+	require.Empty(t, pop(t, b, req).Messages)
+	clock.Advance(3 * time.Second) // 13 s: still held
+	require.Empty(t, pop(t, b, req).Messages)
+	clock.Advance(time.Second)
+	require.Equal(t, []int64{1}, offsets(pop(t, b, req).Messages))
+	require.Empty(t, pop(t, b, req).Messages, "delivered once")
+}
+
+// stillClock is a fake clock that does not tell when it moves (it is not
+// a queen.SignalingClock): the broker's timers then look at it only once
+// a second of real time, so what a test calls right after moving it is
+// what meets the new instant first, not the broker's expiry timer.
+type stillClock struct{ c *queentest.Clock }
+
+func (s stillClock) Now() time.Time { return s.c.Now() }
+
+// A lease holds until, not through, its expiry instant: renewed one
+// microsecond before it, it runs d from then; at the very instant it
+// expires, RenewLease and ExtendLease answer ErrLeaseExpired, and the
+// message is delivered again.
+func TestLease_NotRenewedAtItsExpiryInstant(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	b := queentest.NewBroker(t, &queen.Options{Clock: stillClock{clock}})
+	pushOne(t, b, "q", "p", "", `1`)
+	const lease = 10 * time.Second
+	pr := pop(t, b, queen.PopRequest{Queue: "q", Partition: "p", Lease: lease})
+	require.Len(t, pr.Messages, 1)
+	id := pr.Messages[0].LeaseID
+	require.NotEmpty(t, id)
+
+	clock.Advance(lease - time.Microsecond)
+	r, err := b.ExtendLease(bg, id, lease)
+	require.NoError(t, err, "one microsecond before its expiry a lease is renewed")
+	require.Equal(t, clock.Now().Add(lease), r.ExpiresAt, "renewed to d from now")
+
+	clock.Advance(lease) // exactly the renewed expiry
+	_, err = b.RenewLease(bg, id, lease)
+	require.ErrorIs(t, err, queen.ErrLeaseExpired, "at its expiry instant a lease is not renewed")
+	_, err = b.ExtendLease(bg, id, lease)
+	require.ErrorIs(t, err, queen.ErrLeaseExpired)
+	again := pop(t, b, queen.PopRequest{Queue: "q", Partition: "p", Lease: lease})
+	require.Len(t, again.Messages, 1, "the expired lease's message is delivered again")
+	require.Equal(t, pr.Messages[0].TransactionID, again.Messages[0].TransactionID)
+
+	// The same instant, met first by ExtendLease.
+	clock.Advance(lease)
+	_, err = b.ExtendLease(bg, again.Messages[0].LeaseID, lease)
+	require.ErrorIs(t, err, queen.ErrLeaseExpired, "ExtendLease at the expiry instant")
+}
+
+// An ack at the very instant its lease expires is refused as the renewal
+// is: the message is the next lease's.
+func TestLease_AckAtTheExpiryInstantIsRefused(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	b := queentest.NewBroker(t, &queen.Options{Clock: stillClock{clock}})
+	pushOne(t, b, "q", "p", "", `1`)
+	const lease = 10 * time.Second
+	pr := pop(t, b, queen.PopRequest{Queue: "q", Partition: "p", Lease: lease})
+	require.Len(t, pr.Messages, 1)
+	clock.Advance(lease)
+	res, err := b.AckBatch(bg, ackItems(pr.Messages, queen.AckCompleted))
+	require.NoError(t, err)
+	require.False(t, res[0].Success)
+	require.ErrorIs(t, res[0].Err, queen.ErrLeaseExpired)
+	require.Len(t, pop(t, b, queen.PopRequest{Queue: "q", Partition: "p"}).Messages, 1, "not settled: delivered again")
+}
+
+// TestLease_RenewAfterBrokerExpiredIt: once the broker had expired a lease
+// (and dropped it), RenewLease said ErrNotFound; its godoc promises
+// ErrLeaseExpired. A lease released by acking its messages is unknown.
+func TestLease_RenewAfterBrokerExpiredIt(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	itest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+		pushN(t, b, "r", "a", 2)
+		pr := pop(t, b, queen.PopRequest{Queue: "r", Partition: "a", Lease: 10 * time.Second})
+		clock.Advance(11 * time.Second)
+		// This pop finds the lease expired, drops it and leases anew.
+		again := pop(t, b, queen.PopRequest{Queue: "r", Partition: "a", Lease: 10 * time.Second})
+		require.Len(t, again.Messages, 1)
+		require.NotEqual(t, pr.LeaseID, again.LeaseID)
+		_, err := b.RenewLease(bg, pr.LeaseID, time.Minute)
+		require.ErrorIs(t, err, queen.ErrLeaseExpired)
+
+		ackAll(t, b, again.Messages, queen.AckCompleted)
+		_, err = b.RenewLease(bg, again.LeaseID, time.Minute)
+		require.ErrorIs(t, err, queen.ErrNotFound, "released, not expired")
+		_, err = b.RenewLease(bg, "0190aaaa-bbbb-7ccc-8ddd-eeeeffff0000", time.Minute)
+		require.ErrorIs(t, err, queen.ErrNotFound)
+	})
+}
+
+// TestPop_DurableDefaultWritesNothing: a lease lives in memory (a lost
+// lease only means redelivery), so a pop that leases messages of an
+// existing group commits nothing, and so waits for no fsync; the ack is
+// what is written.
+func TestPop_DurableDefaultWritesNothing(t *testing.T) {
+	b := openDurable(t)
+	for p := range 4 {
+		_, err := b.Push(bg, []queen.PushItem{{Queue: "q", Partition: string(rune('a' + p)), Payload: []byte(`1`)}, {Queue: "q", Partition: string(rune('a' + p)), Payload: []byte(`2`)}})
+		require.NoError(t, err)
+	}
+	req := queen.PopRequest{Queue: "q", Group: "g", SubscriptionMode: queen.SubscriptionModeAll, Batch: 1}
+	first, err := b.Pop(bg, req) // the group's first pop writes its start point
+	require.NoError(t, err)
+	require.Len(t, first.Messages, 1)
+
+	before := queen.CommitsForTest(b)
+	var leased []*queen.Message
+	for range 3 {
+		res, err := b.Pop(bg, req)
+		require.NoError(t, err)
+		require.Len(t, res.Messages, 1)
+		leased = append(leased, res.Messages...)
+	}
+	res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Group: "g", Batch: 10}) // nothing free: every partition leased
+	require.NoError(t, err)
+	require.Empty(t, res.Messages)
+	require.Equal(t, before, queen.CommitsForTest(b), "pops committed")
+
+	_, err = b.Ack(bg, leased[0], true, queen.AckOptions{})
+	require.NoError(t, err)
+	require.Equal(t, before+1, queen.CommitsForTest(b), "an ack is one commit")
+}
+
+// A group's first pop is reported with how many retained messages its
+// start point skips, and a join that skips some is logged at Info level:
+// a group that starts in mode "new" (the default) past a backlog is not
+// silent about it.
+func TestJoin_ReportsSkippedMessages(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	var obs joinLog
+	logs := &itest.LogBuffer{}
+	// With a clock, the two backends run one after the other.
+	itest.Run(t, &queen.Options{Clock: clock, Observer: &obs, Logger: slog.New(slog.NewTextHandler(logs, nil))}, func(t *testing.T, b *queen.Broker) {
+		logged := strings.Count(logs.String(), "consumer group joined")
+		pushN(t, b, "orders", "a", 3)
+		pushN(t, b, "orders", "b", 2)
+		clock.Advance(time.Minute)
+		mid := clock.Now()
+		pushN(t, b, "orders", "b", 1)
+		require.NoError(t, b.DeleteMessage(bg, pushOne(t, b, "orders", "a", "gone", `{}`).PartitionID, "gone"))
+
+		join := func(req queen.PopRequest, skipped int) {
+			t.Helper()
+			req.Queue, req.Batch, req.Partitions = "orders", 10, 2
+			pop(t, b, req)
+			require.Equal(t, []queen.Event{{Kind: queen.EventGroupJoined, Queue: "orders", Group: groupOr(req.Group), Count: skipped}}, obs.take(), "%+v", req)
+			pop(t, b, req)
+			require.Empty(t, obs.take(), "only the first pop joins")
+		}
+		join(queen.PopRequest{Group: "late"}, 6) // mode new, the default: all 6 retained (not the deleted one)
+		require.Contains(t, logs.String(), "level=INFO")
+		require.Contains(t, logs.String(), "consumer group joined past existing messages")
+		require.Contains(t, logs.String(), "queue=orders group=late skipped=6")
+		join(queen.PopRequest{Group: "mid", SubscriptionFrom: mid}, 5)
+		require.Contains(t, logs.String(), "queue=orders group=mid skipped=5")
+		join(queen.PopRequest{Group: "all", SubscriptionMode: queen.SubscriptionModeAll}, 0)
+		join(queen.PopRequest{}, 0) // queue mode reads everything
+		require.NotContains(t, logs.String(), "group=all")
+		require.NotContains(t, logs.String(), "group="+queen.QueueModeGroup)
+
+		// A group that popped before the queue existed skips nothing.
+		pop(t, b, queen.PopRequest{Queue: "later", Group: "early"})
+		require.Empty(t, obs.take(), "no queue, no join")
+		pushN(t, b, "later", "", 2)
+		pop(t, b, queen.PopRequest{Queue: "later", Group: "early"})
+		require.Equal(t, []queen.Event{{Kind: queen.EventGroupJoined, Queue: "later", Group: "early"}}, obs.take())
+		require.NotContains(t, logs.String(), "group=early")
+		require.Equal(t, logged+2, strings.Count(logs.String(), "consumer group joined"), "late and mid, once each")
+	})
+}
+
+// joinLog records the EventGroupJoined events.
+type joinLog struct {
+	mu  sync.Mutex
+	got []queen.Event
+}
+
+func (l *joinLog) Observe(e queen.Event) {
+	if e.Kind != queen.EventGroupJoined {
+		return
+	}
+	l.mu.Lock()
+	l.got = append(l.got, e)
+	l.mu.Unlock()
+}
+
+func (l *joinLog) take() []queen.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.got
+	l.got = nil
+	return out
+}
+
+func groupOr(g string) string {
+	if g == "" {
+		return queen.QueueModeGroup
+	}
+	return g
 }

@@ -1,6 +1,7 @@
 package queen_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -184,7 +185,7 @@ func TestLimits_HugeBatchAcrossPartitions(t *testing.T) {
 
 // TestLimits_16MiBPayload stores, reads, dead-letters, replays and reopens
 // a 16 MiB payload byte for byte, on disk (in memory, Badger refuses values
-// over 1 MiB: see TestDefect_InMemoryPayloadOverOneMiB).
+// over 1 MiB: see TestLimits_InMemoryPayloadOverOneMiBIsTooLarge).
 func TestLimits_16MiBPayload(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -229,15 +230,13 @@ func TestLimits_16MiBPayload(t *testing.T) {
 	}
 }
 
-// TestDefect_InMemoryPayloadOverOneMiB (fixed): Badger's in-memory mode
-// refuses values over 1 MiB. A push of a 2 MiB payload used to fail with
-// the raw storage error, whose text carried a hex dump of the whole value;
-// worse, a message just under 1 MiB was accepted, but dead-lettering it
-// wrote a larger record, the commit failed and the broker stopped serving.
-// Now payloads over the broker's limit (queen.MaxInMemoryPayload with a
-// memory budget of 64 MiB, less at the default budget) are refused with
-// ErrTooLarge and a dead letter of one at the limit fits.
-func TestDefect_InMemoryPayloadOverOneMiB(t *testing.T) {
+// TestLimits_InMemoryPayloadOverOneMiBIsTooLarge: Badger's in-memory mode
+// refuses values over 1 MiB, so the broker refuses payloads over its limit
+// (queen.MaxInMemoryPayload with a memory budget of 64 MiB, less at the
+// default budget) with ErrTooLarge, not with the raw storage error and its
+// hex dump of the value; and a dead letter of a payload at the limit, a
+// larger record, still fits, so dead-lettering it does not fail the commit.
+func TestLimits_InMemoryPayloadOverOneMiBIsTooLarge(t *testing.T) {
 	t.Parallel()
 	t.Run("default budget", func(t *testing.T) {
 		t.Parallel()
@@ -313,7 +312,7 @@ func TestLimits_TenThousandParkedLongPolls(t *testing.T) {
 	for i := range n {
 		req := queen.PopRequest{Queue: "lp", Wait: true, Timeout: time.Minute}
 		// Pops waiting on one named partition are left out until Close
-		// wakes them: see TestDefect_CloseLeavesPartitionWaitersParked.
+		// wakes them: see TestWait_CloseEndsPartitionWaiters.
 		if i%2 == 1 {
 			req.Queue = fmt.Sprint("unknown", i%10) // waits for the queue to exist
 		}
@@ -478,33 +477,6 @@ func TestLimits_MessageThatKillsItsHandler(t *testing.T) {
 	require.Equal(t, int64(1), next.Messages[0].Offset, "parking it lets the partition move on")
 }
 
-// TestDefect_CloseLeavesPartitionWaitersParked: Close wakes the pops
-// waiting on a queue or a group, but not those waiting on one named
-// partition (PopRequest.Partition with Wait); they stay parked after Close
-// returned, until their own Timeout (up to 60 s), and only then see
-// ErrClosed. Deleting the queue or the group leaves them parked the same way.
-func TestDefect_CloseLeavesPartitionWaitersParked(t *testing.T) {
-	t.Parallel()
-	b, err := queen.Open("", &queen.Options{InMemory: true})
-	require.NoError(t, err)
-	pushN(t, b, "pw", "p", 1)
-	got := pop(t, b, queen.PopRequest{Queue: "pw", Partition: "p"}) // p is leased: the next pop waits
-	require.Len(t, got.Messages, 1)
-	done := make(chan error, 1)
-	go func() {
-		_, err := b.Pop(context.Background(), queen.PopRequest{Queue: "pw", Partition: "p", Wait: true, Timeout: time.Minute})
-		done <- err
-	}()
-	itest.AwaitWaiting(t, b, 1)
-	require.NoError(t, b.Close())
-	select {
-	case err := <-done:
-		require.ErrorIs(t, err, queen.ErrClosed)
-	case <-time.After(20 * time.Second): // a fixed Close ends it at once; the bug holds it 60 s
-		t.Fatal("a pop waiting on a named partition outlived Close")
-	}
-}
-
 var diskMB = flag.Int("limits.diskmb", 96, "MiB that TestLimits_DiskSpaceGivenBack writes and expires (the long form: 1024)")
 
 // diskUsage is the space dir takes on disk: allocated blocks, not the
@@ -624,4 +596,77 @@ func TestLimits_DiskSpaceGivenBack(t *testing.T) {
 	require.Less(t, n.deleted, int64(deletedBound), "space left once DeleteQueue returned, broker running: the value log's head file and a little more")
 	require.Less(t, n.closed, n.written/4+16<<20, "space left after the queue was deleted and the broker closed")
 	require.Less(t, n.reopened, reopenedBound(n.written), "space left after a restart")
+}
+
+// TestLimits_MaxPayload pins the payload limits docs/limits.md
+// ("Payload size") states: Broker.MaxPayload per memory budget in memory
+// and on disk, and, in memory, that a payload of exactly that many bytes
+// is stored and one byte more is ErrTooLarge. If a figure changes, change
+// the table in docs/limits.md with it.
+func TestLimits_MaxPayload(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		budget int64
+		want   int
+	}{
+		{"default budget", 0, 91_750},
+		{"16 MiB", 16 << 20, 249_036},
+		{"32 MiB", 32 << 20, 563_609},
+		{"64 MiB", 64 << 20, queen.MaxInMemoryPayload},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := queentest.NewBroker(t, &queen.Options{MemoryBudget: tc.budget})
+			require.Equal(t, tc.want, b.MaxPayload())
+			atLimit := json.RawMessage(`"` + strings.Repeat("x", tc.want-2) + `"`)
+			_, err := b.Push(bg, []queen.PushItem{{Queue: "q", Payload: atLimit}})
+			require.NoError(t, err)
+			_, err = b.Push(bg, []queen.PushItem{{Queue: "q", Payload: append(atLimit, ' ')}})
+			require.ErrorIs(t, err, queen.ErrTooLarge)
+		})
+	}
+	require.Equal(t, 983_040, queen.MaxInMemoryPayload)
+	require.Equal(t, 67_043_328, queen.MaxPayload)
+	t.Run("on disk", func(t *testing.T) {
+		t.Parallel()
+		b := itest.OpenDir(t, t.TempDir(), nil)
+		require.Equal(t, queen.MaxPayload, b.MaxPayload())
+	})
+}
+
+// TestLimits_PayloadOverDiskLimit: on disk, a 70 MiB push is ErrTooLarge
+// with a short message, not Badger's text followed by a hex dump of the
+// payload; and a payload of exactly MaxPayload is
+// stored, delivered and dead-lettered (with a long error text).
+func TestLimits_PayloadOverDiskLimit(t *testing.T) {
+	t.Parallel()
+	skipUnderRace(t)
+	b := itest.OpenDir(t, t.TempDir(), &queen.Options{Durability: queen.SyncNever})
+	huge := bytes.Repeat([]byte("x"), 70<<20)
+	huge[0], huge[len(huge)-1] = '"', '"'
+	_, err := b.Push(bg, []queen.PushItem{{Queue: "big", Payload: huge}})
+	require.ErrorIs(t, err, queen.ErrTooLarge)
+	require.Less(t, len(err.Error()), 300, "%.300s", err)
+	_, err = b.Transaction().Push(queen.PushItem{Queue: "big", Payload: huge}).Commit(bg)
+	require.ErrorIs(t, err, queen.ErrTooLarge)
+
+	atLimit := huge[:queen.MaxPayload]
+	atLimit[len(atLimit)-1] = '"'
+	_, err = b.Push(bg, []queen.PushItem{{Queue: "big", Payload: append(atLimit[:len(atLimit):len(atLimit)], ' ')}})
+	require.ErrorIs(t, err, queen.ErrTooLarge, "one byte over")
+	res, err := b.Push(bg, []queen.PushItem{{Queue: "big", Payload: atLimit}})
+	require.NoError(t, err)
+	require.Equal(t, queen.PushQueued, res[0].Status)
+	got := pop(t, b, queen.PopRequest{Queue: "big"})
+	require.Len(t, got.Messages, 1)
+	require.Len(t, got.Messages[0].Payload, queen.MaxPayload)
+	items := ackItems(got.Messages, queen.AckDLQ)
+	items[0].Error = strings.Repeat("\x01", 64<<10) // escaped six times over in the letter
+	ack(t, b, items...)
+	page, err := b.DeadLetters(bg, queen.LetterFilter{Queue: "big"})
+	require.NoError(t, err)
+	require.Len(t, page.Letters, 1)
+	require.Len(t, page.Letters[0].Payload, queen.MaxPayload)
+	require.NoError(t, b.Ping(bg))
 }

@@ -63,3 +63,38 @@ func TestLoad_PartitionsOfInterleavedQueues(t *testing.T) {
 	require.Equal(t, len(names)+1, n)
 	require.Same(t, added, last)
 }
+
+// A partition listed by a tombstone is not loaded at Open, even when a
+// queue of the same name was created before the crash: the new queue
+// holds only its own partitions, and the old one's messages stay gone.
+func TestLoad_SkipsPartitionsOfATombstone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	b, err := Open(dir, nil)
+	require.NoError(t, err)
+	_, err = b.Push(ctx, []PushItem{{Queue: "q", Partition: "old", TransactionID: "x", Payload: []byte(`"old"`)}})
+	require.NoError(t, err)
+	tk, _, err := b.unlinkQueue(ctx, "q") // the sweep never runs
+	require.NoError(t, err)
+	require.NotNil(t, tk)
+	_, err = b.Push(ctx, []PushItem{{Queue: "q", Partition: "new", TransactionID: "x", Payload: []byte(`"new"`)}})
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+
+	b, err = Open(dir, nil)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, b.Close()) }()
+	st, err := b.QueueStats(ctx, "q")
+	require.NoError(t, err)
+	var names []string
+	for _, p := range st.Partitions {
+		names = append(names, p.Name)
+	}
+	require.Equal(t, []string{"new"}, names, "the deleted queue's partition is not the new queue's")
+	require.Equal(t, int64(1), st.Messages)
+	f, err := b.Fetch(ctx, "q", "old", 0, 10)
+	if err == nil {
+		require.Empty(t, f.Records)
+	}
+}

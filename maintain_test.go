@@ -129,3 +129,101 @@ func TestMaintain_MaxWaitTimeEvictsUnreadQueues(t *testing.T) {
 		require.Equal(t, []int64{2, 3}, []int64{f.Records[0].Offset, f.Records[1].Offset})
 	})
 }
+
+// Completed retention deletes only what every group has consumed: a
+// partition no group has read keeps all of its messages, and so does a
+// queue without any group.
+func TestRetention_CompletedKeepsUnreadPartitions(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	itest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+		cfg := queen.DefaultQueueConfig()
+		cfg.CompletedRetention = time.Minute
+		for _, q := range []string{"read", "unread"} {
+			_, err := b.ConfigureQueue(bg, q, cfg)
+			require.NoError(t, err)
+			pushN(t, b, q, "a", 3)
+			pushN(t, b, q, "b", 3)
+		}
+		// One group reads all of partition a of queue "read", nothing of b.
+		res := pop(t, b, queen.PopRequest{Queue: "read", Partition: "a", Group: "g", SubscriptionMode: queen.SubscriptionModeAll, Batch: 10})
+		require.Len(t, res.Messages, 3)
+		ackAll(t, b, res.Messages, queen.AckCompleted)
+		clock.Advance(2 * time.Minute)
+		require.NoError(t, b.Maintain(bg))
+
+		left := func(q, p string) int {
+			f, err := b.Fetch(bg, q, p, 0, 100)
+			require.NoError(t, err)
+			return len(f.Records)
+		}
+		require.Zero(t, left("read", "a"), "consumed by every group: deleted")
+		require.Equal(t, 3, left("read", "b"), "no group has read it: kept")
+		require.Equal(t, 3, left("unread", "a"), "a queue without groups keeps everything")
+		require.Equal(t, 3, left("unread", "b"))
+		res = pop(t, b, queen.PopRequest{Queue: "read", Partition: "b", Group: "g", Batch: 10})
+		require.Equal(t, []int64{0, 1, 2}, offsets(res.Messages))
+	})
+}
+
+// Max-wait eviction dead-letters what waits unread, and leaves a leased
+// batch to its lease: it can still be acked, and nothing of it is
+// dead-lettered.
+func TestEviction_MaxWaitLeavesLeasedMessages(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	itest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+		cfg := queen.DefaultQueueConfig()
+		cfg.MaxWaitTime = 10 * time.Minute
+		_, err := b.ConfigureQueue(bg, "w", cfg)
+		require.NoError(t, err)
+		pushN(t, b, "w", "leased", 2)
+		pushN(t, b, "w", "idle", 2)
+		res := pop(t, b, queen.PopRequest{Queue: "w", Partition: "leased", Group: "g", SubscriptionMode: queen.SubscriptionModeAll, Batch: 10, Lease: time.Hour})
+		require.Len(t, res.Messages, 2)
+		clock.Advance(11 * time.Minute)
+		require.NoError(t, b.Maintain(bg))
+
+		page, err := b.DeadLetters(bg, queen.LetterFilter{Queue: "w", ConsumerGroup: "g"})
+		require.NoError(t, err)
+		require.Equal(t, 2, page.Total, "the idle partition's two, not the leased ones")
+		for _, l := range page.Letters {
+			require.Equal(t, "idle", l.Partition)
+		}
+		ackAll(t, b, res.Messages, queen.AckCompleted)
+		st, err := b.QueueStats(bg, "w")
+		require.NoError(t, err)
+		for _, p := range st.Partitions {
+			switch p.Name {
+			case "leased":
+				require.Equal(t, int64(2), p.Cursors[0].Offset)
+				require.Equal(t, int64(2), p.Cursors[0].Consumed, "settled by the ack, not by eviction")
+			case "idle":
+				require.Equal(t, int64(2), p.Cursors[0].Offset, "passed by eviction")
+			}
+		}
+	})
+}
+
+// Retention deletes messages older than Retention: one exactly that old is
+// kept, and goes once it is older.
+func TestRetention_KeepsAMessageExactlyRetentionOld(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
+	cfg := queen.DefaultQueueConfig()
+	cfg.Retention = time.Hour
+	_, err := b.ConfigureQueue(bg, "r", cfg)
+	require.NoError(t, err)
+	pushN(t, b, "r", "", 1)
+	clock.Advance(time.Hour)
+	require.NoError(t, b.Maintain(bg))
+	f, err := b.Fetch(bg, "r", "", 0, 10)
+	require.NoError(t, err)
+	require.Len(t, f.Records, 1, "exactly Retention old: not older, kept")
+	clock.Advance(time.Microsecond)
+	require.NoError(t, b.Maintain(bg))
+	f, err = b.Fetch(bg, "r", "", 0, 10)
+	require.NoError(t, err)
+	require.Empty(t, f.Records)
+}

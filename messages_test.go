@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"runtime/metrics"
+	"strings"
+
 	"github.com/queenlite/queen"
 	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/queenlite/queen/queentest"
@@ -230,4 +233,41 @@ func TestBroker_DeleteMessage(t *testing.T) {
 		require.Equal(t, queen.PushQueued, again[0].Status)
 		require.Equal(t, int64(2), again[0].Offset)
 	})
+}
+
+// TestListMessages_LeavesNoReadBehind: ListMessages reads a
+// partition backwards, and Badger's reverse iterator, reading values ahead
+// in goroutines, starts one for each older version of a key it passes
+// (below the partition's messages: deleted dead letters here) and forgets
+// it, so closing the iterator does not wait for it; one still pending when
+// the broker closes would wait for the closed value log forever. The
+// listing reads its values itself: it starts no goroutine.
+func TestListMessages_LeavesNoReadBehind(t *testing.T) {
+	// Not parallel: it counts the goroutines the process starts.
+	b := itest.OpenDir(t, t.TempDir(), nil)
+	payload := `"` + strings.Repeat("x", 300) + `"` // kept in the value log
+	for i := range 20 {
+		pushOne(t, b, "q", "p", fmt.Sprintf("m%d", i), payload)
+	}
+	res := pop(t, b, queen.PopRequest{Queue: "q", Batch: 20})
+	require.Len(t, res.Messages, 20)
+	ackAll(t, b, res.Messages, queen.AckDLQ)
+	for _, dl := range queentest.DeadLetters(t, b, "q") {
+		require.NoError(t, b.DeleteDeadLetter(bg, dl.ID))
+	}
+
+	// The count is process-wide: a timer of the broker or of Badger firing
+	// meanwhile starts one too, so the fewest of three listings counts.
+	created := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	fewest := uint64(1 << 63)
+	for range 3 {
+		metrics.Read(created)
+		before := created[0].Value.Uint64()
+		page, err := b.ListMessages(bg, queen.MessageFilter{Queue: "q", Limit: 100})
+		metrics.Read(created)
+		require.NoError(t, err)
+		require.Len(t, page.Messages, 20)
+		fewest = min(fewest, created[0].Value.Uint64()-before)
+	}
+	require.Zero(t, fewest, "goroutines started by ListMessages")
 }

@@ -184,3 +184,99 @@ func TestOutcomes_RetryWithoutPolicyNeverSpins(t *testing.T) {
 	require.Len(t, dl.Letters, 1)
 	require.Equal(t, "warehouse busy", dl.Letters[0].Error)
 }
+
+// A handler that settled its own message and then returned an error gets
+// no second ack from the loop: the settlement says so (OutcomeHandled, no
+// Status), and the message stays settled as the handler left it.
+func TestOutcome_SelfSettledFailureSendsNoSecondAck(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		cfg  func(q *queen.QueueBuilder) *queen.QueueBuilder
+		on   func(c *queen.Consumer) *queen.Consumer
+	}{
+		{"AutoAck(false)", func(q *queen.QueueBuilder) *queen.QueueBuilder { return q.AutoAck(false) }, nil},
+		{"OnError", nil, func(c *queen.Consumer) *queen.Consumer {
+			return c.OnError(func(ctx context.Context, msg *queen.Message, err error) error { return err })
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b, _ := clocked(t, nil)
+			configure(t, b, "self", 5)
+			pushTo(t, b, "self", "p", numbered(2)...)
+			col := newCollector()
+			q := b.Queue("self").Group("g").SubscriptionMode(queen.SubscriptionModeAll).Batch(2).Each().Limit(2)
+			if tc.cfg != nil {
+				q = tc.cfg(q)
+			}
+			c := q.Consume(context.Background(), func(ctx context.Context, msg *queen.Message) error {
+				// Settled by the handler, completed, then a failure.
+				if _, err := b.Ack(ctx, msg, true, queen.AckOptions{}); err != nil {
+					return fmt.Errorf("own ack: %w", err)
+				}
+				return errors.New("failed after settling")
+			}).OnSettled(col.add)
+			if tc.on != nil {
+				c = tc.on(c)
+			}
+			require.NoError(t, c.Execute(context.Background()))
+			all := col.list()
+			require.Len(t, all, 2)
+			for _, s := range all {
+				require.Equal(t, queen.OutcomeHandled, s.Outcome, "offset %d", s.Message.Offset)
+				require.Empty(t, s.Status, "offset %d: the loop sent a second ack", s.Message.Offset)
+				require.NoError(t, s.AckErr)
+			}
+			cs := cursorOf(t, b, "self", "p", "g")
+			require.EqualValues(t, 2, cs.Offset)
+			require.Zero(t, cs.Retries, "no failed ack spent a retry")
+			require.EqualValues(t, 2, b.Counters().Acked[queen.AckCompleted])
+			require.Zero(t, b.Counters().Acked[queen.AckFailed])
+		})
+	}
+}
+
+// When the lane's lease is lost, the message at the group's cursor (its
+// predecessors settled) is reported released, unhandled, and comes back:
+// it is never taken as settled and skipped.
+func TestOutcome_LostLeaseReportsTheMessageAtTheCursor(t *testing.T) {
+	t.Parallel()
+	b, clock := clocked(t, nil)
+	pushTo(t, b, "cur", "p", numbered(3)...)
+	col := newCollector()
+	var handled []int64
+	err := b.Queue("cur").Group("g").SubscriptionMode(queen.SubscriptionModeAll).Batch(3).Each().Limit(3).
+		Consume(context.Background(), func(ctx context.Context, msg *queen.Message) error {
+			handled = append(handled, msg.Offset)
+			if msg.Offset == 0 {
+				// Settled here, so the cursor moves to 1; then the lease
+				// runs out under the handler.
+				if _, err := b.Ack(ctx, msg, true, queen.AckOptions{}); err != nil {
+					return err
+				}
+				clock.Advance(61 * time.Second)
+			}
+			return nil
+		}).OnSettled(col.add).Execute(context.Background())
+	require.NoError(t, err)
+	// 1 and 2 were released and taken again (Limit counts what was
+	// handled, not what was released).
+	require.Equal(t, []int64{0, 1, 2}, handled)
+	all := col.list()
+	require.Len(t, all, 5)
+	require.EqualValues(t, 0, all[0].Message.Offset)
+	require.Equal(t, queen.OutcomeHandled, all[0].Outcome)
+	for i, off := range []int64{1, 2} {
+		s := all[1+i]
+		require.Equal(t, off, s.Message.Offset)
+		require.Equal(t, queen.OutcomeReleased, s.Outcome, "offset %d: its lease was lost", off)
+		require.False(t, s.Handled)
+		require.Equal(t, 1, s.Message.DeliveryAttempt)
+		s = all[3+i]
+		require.Equal(t, off, s.Message.Offset)
+		require.Equal(t, queen.OutcomeAccepted, s.Outcome)
+		require.Equal(t, 2, s.Message.DeliveryAttempt)
+	}
+	require.EqualValues(t, 3, cursorOf(t, b, "cur", "p", "g").Offset)
+}

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/dgraph-io/badger/v4"
 	"github.com/queenlite/queen/internal/keys"
+	"github.com/queenlite/queen/internal/uuid"
 	"github.com/stretchr/testify/require"
 )
 
@@ -42,35 +44,6 @@ func TestRestore_RefusesWhatDoesNotLoad(t *testing.T) {
 	require.NoError(t, Restore(context.Background(), dir, nil, bytes.NewReader(good)))
 }
 
-// TestBackupReader_RefusesKeysOutOfOrder: entries must be in strictly
-// ascending key order, each key once (a restore merges on that order).
-func TestBackupReader_RefusesKeysOutOfOrder(t *testing.T) {
-	t.Parallel()
-	for _, entries := range [][][2]string{
-		{{"Qb", "1"}, {"Qa", "2"}},
-		{{"Qa", "1"}, {"Qa", "2"}},
-	} {
-		br, err := readBackupHeader(bytes.NewReader(craft(t, entries...)))
-		require.NoError(t, err)
-		_, _, _, err = br.next()
-		require.NoError(t, err)
-		_, _, _, err = br.next()
-		require.ErrorIs(t, err, ErrCorruptBackup, "%v", entries)
-	}
-	br, err := readBackupHeader(bytes.NewReader(craft(t, [2]string{"Qa", "1"}, [2]string{"Qab", "2"}, [2]string{"Qb", ""})))
-	require.NoError(t, err)
-	var got []string
-	for {
-		_, k, v, err := br.next()
-		if err != nil {
-			require.ErrorIs(t, err, io.EOF)
-			break
-		}
-		got = append(got, string(k)+"="+string(v))
-	}
-	require.Equal(t, []string{"Qa=1", "Qab=2", "Qb="}, got)
-}
-
 // FuzzBackupReader feeds the reader arbitrary bytes: it never panics, and
 // whatever it accepts to the end had an end record whose count matched.
 func FuzzBackupReader(f *testing.F) {
@@ -100,4 +73,78 @@ func FuzzBackupReader(f *testing.F) {
 			require.Less(t, n, len(data), "more entries than bytes")
 		}
 	})
+}
+
+// applied applies backups in order to a new in-memory database and
+// returns what it then holds, or the first error.
+func applied(t *testing.T, backups ...[]byte) (map[string]string, error) {
+	t.Helper()
+	db, err := badger.Open(badger.DefaultOptions("").WithInMemory(true).WithLogger(nil))
+	require.NoError(t, err)
+	defer db.Close()
+	for i, data := range backups {
+		br, err := readBackupHeader(bytes.NewReader(data))
+		require.NoError(t, err)
+		if err := applyBackup(context.Background(), db, br, i > 0); err != nil {
+			return nil, err
+		}
+	}
+	out := map[string]string{}
+	require.NoError(t, db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			out[string(it.Item().KeyCopy(nil))] = string(v)
+		}
+		return nil
+	}))
+	return out, nil
+}
+
+// TestRestore_IncrementDeletesWhatItNoLongerNames: applied over its base,
+// an increment deletes the keys it does not name (before its first key,
+// between two, and after its last: the end of the keyspace), keeps those
+// it names without a value, sets the others; a key it keeps that its base
+// lacks is ErrBackupChain; a full backup that names a key without its
+// value is ErrCorruptBackup.
+func TestRestore_IncrementDeletesWhatItNoLongerNames(t *testing.T) {
+	t.Parallel()
+	id := uuid.NewV4()
+	full := backupOf(t, backupHeader{Format: StoreFormat, Next: 5, Store: id},
+		[3]string{"set", "a", "1"}, [3]string{"set", "b", "2"}, [3]string{"set", "b2", "x"},
+		[3]string{"set", "c", "3"}, [3]string{"set", "d", "4"}, [3]string{"set", "e", "5"}, [3]string{"set", "zz", "6"})
+	inc := backupOf(t, backupHeader{Format: StoreFormat, Since: 5, Next: 9, Store: id},
+		[3]string{"keep", "b", ""}, [3]string{"set", "c", "3'"}, [3]string{"keep", "d", ""}, [3]string{"set", "d2", "new"})
+	got, err := applied(t, full, inc)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"b": "2", "c": "3'", "d": "4", "d2": "new"}, got)
+
+	// An increment naming nothing deletes everything.
+	got, err = applied(t, full, backupOf(t, backupHeader{Format: StoreFormat, Since: 5, Next: 9, Store: id}))
+	require.NoError(t, err)
+	require.Empty(t, got)
+
+	for name, bad := range map[string][3]string{
+		"before every key": {"keep", "0", ""},
+		"between two":      {"keep", "bb", ""},
+		"after every key":  {"keep", "zzz", ""},
+	} {
+		entries := [][3]string{{"keep", "b", ""}, {"keep", "c", ""}}
+		switch name {
+		case "before every key":
+			entries = append([][3]string{bad}, entries...)
+		case "between two":
+			entries = [][3]string{entries[0], bad, entries[1]}
+		default:
+			entries = append(entries, bad)
+		}
+		_, err := applied(t, full, backupOf(t, backupHeader{Format: StoreFormat, Since: 5, Next: 9, Store: id}, entries...))
+		require.ErrorIs(t, err, ErrBackupChain, name)
+	}
+	_, err = applied(t, backupOf(t, backupHeader{Format: StoreFormat, Next: 5, Store: id}, [3]string{"set", "a", "1"}, [3]string{"keep", "b", ""}))
+	require.ErrorIs(t, err, ErrCorruptBackup, "a full backup with a key by name only")
 }

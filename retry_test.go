@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -162,4 +164,30 @@ func TestRetryPolicy_Exhausted(t *testing.T) {
 		require.Equal(t, queen.AckRetry, s.Status)
 		require.Equal(t, 3*time.Second, s.Delay)
 	})
+}
+
+// TestRetry_BatchDoesNotWaitForTheHeldMessageBehindIt: a batch
+// cut short by a message DelayedProcessing still holds comes back at once
+// when retried (no retry delay): it does not wait until the held message
+// behind it becomes visible, for the claim leaves that message's hold off
+// the cursor while the batch is still out.
+func TestRetry_BatchDoesNotWaitForTheHeldMessageBehindIt(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
+	configureWith(t, b, "q", func(c *queen.QueueConfig) { c.DelayedProcessing = 20 * time.Second; c.RetryDelay = 0 })
+	pushOne(t, b, "q", "p", "a", `1`)
+	pushOne(t, b, "q", "p", "b", `2`)
+	clock.Advance(30 * time.Second)
+	pushOne(t, b, "q", "p", "c", `3`) // held for 20 s
+	res := pop(t, b, queen.PopRequest{Queue: "q", Batch: 10})
+	require.Equal(t, []string{"a", "b"}, txids(res.Messages), "the batch stops before the held message")
+	_, err := b.AckBatch(bg, []queen.AckItem{
+		{TransactionID: "a", PartitionID: res.Messages[0].PartitionID, LeaseID: res.LeaseID, Status: queen.AckRetry},
+		{TransactionID: "b", PartitionID: res.Messages[1].PartitionID, LeaseID: res.LeaseID, Status: queen.AckCompleted},
+	})
+	require.NoError(t, err)
+	again := pop(t, b, queen.PopRequest{Queue: "q", Batch: 10})
+	// (b, after a on the cursor, comes back with it: see AckBatch.)
+	require.Equal(t, []string{"a", "b"}, txids(again.Messages), "the batch comes back at once; c is still held")
 }

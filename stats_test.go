@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"testing"
 
+	"time"
+
 	"github.com/queenlite/queen"
+	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/queenlite/queen/queentest"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -52,4 +56,106 @@ func TestQueueStats_PartitionCounts(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Equal(t, map[string][2]int64{"a": {3, 3}, "b": {1, 0}}, counts(), "g2, the slowest, settled nothing")
+}
+
+// TestSetGroupSubscription_DropsTheOldHold: a group that started
+// at the end of a queue with DelayedProcessing waits on the hold of the
+// next (not yet visible) message. Moved back in time by
+// SetGroupSubscription, its cursor stands on old, visible messages: they
+// are served at once, not when the hold of the old position ends.
+func TestSetGroupSubscription_DropsTheOldHold(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	start := clock.Now()
+	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
+	pushOne(t, b, "q", "p", "old", `1`)
+	clock.Advance(time.Minute)
+	res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Group: "g", SubscriptionMode: queen.SubscriptionModeNew})
+	require.NoError(t, err)
+	require.Empty(t, res.Messages, "a new group starts at the end")
+	configureWith(t, b, "q", func(c *queen.QueueConfig) { c.DelayedProcessing = 30 * time.Second }) // the old message is a minute old
+	pushOne(t, b, "q", "p", "new", `2`)
+	res, err = b.Pop(bg, queen.PopRequest{Queue: "q", Group: "g"})
+	require.NoError(t, err)
+	require.Empty(t, res.Messages, "the new message is held for 30 s")
+
+	n, err := b.SetGroupSubscription(bg, "g", start)
+	require.NoError(t, err)
+	require.Equal(t, 2, n, "p and the Default partition configureWith made: g stands in both")
+	res, err = b.Pop(bg, queen.PopRequest{Queue: "q", Group: "g"})
+	require.NoError(t, err)
+	require.Len(t, res.Messages, 1, "the old message is visible now")
+	require.Equal(t, "old", res.Messages[0].TransactionID)
+}
+
+// TestDeleteGroup_RejoinedGroupKeepsItsStartAcrossRestart: a group deleted
+// and joined again (mode new) while a push waits for the writer: the push,
+// applied after both, stores where the new group starts, and the
+// deletion's write, queued before it, does not remove that: after a
+// restart the group still starts before the push's message and gets it.
+func TestDeleteGroup_RejoinedGroupKeepsItsStartAcrossRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	b := itest.OpenDir(t, dir, nil)
+	joinNew := func() {
+		res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Group: "g", SubscriptionMode: queen.SubscriptionModeNew})
+		assert.NoError(t, err)
+		assert.Empty(t, res.Messages)
+	}
+	pushOne(t, b, "q", "p", "a", `1`)
+	joinNew()
+	pushOne(t, b, "q", "p", "a2", `2`) // stores g's cursor in p
+
+	inWriterOrder(t, b,
+		func() { pushOne(t, b, "q", "p", "b", `3`) },
+		func() {
+			_, err := b.DeleteGroup(bg, "g", "q", true)
+			assert.NoError(t, err)
+		},
+		joinNew) // g again, at the end as it stands now: before b
+
+	require.EqualValues(t, 2, cursorOf(t, b, "q", "p", "g").Offset, "live: g gets b")
+	require.NoError(t, b.Close())
+	b = itest.OpenDir(t, dir, nil)
+	require.EqualValues(t, 2, cursorOf(t, b, "q", "p", "g").Offset, "reopened: the same")
+}
+
+// TestDeleteGroup_RejoinedGroupKeepsItsStartOverAnOldWrite: as in
+// TestDeleteGroup_RejoinedGroupKeepsItsStartAcrossRestart, a group is
+// deleted and joined again (mode new) while a push waits for the writer,
+// and a write of the old group's cursor (here a seek) was queued between
+// the push and the delete. The push, applied first, stores where the new
+// group starts, and the old group's write does not overwrite it: after a
+// restart the group stands where the new one started, not where the old
+// one was moved to, and reads nothing the new one never had.
+func TestDeleteGroup_RejoinedGroupKeepsItsStartOverAnOldWrite(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	b := itest.OpenDir(t, dir, nil)
+	pushOne(t, b, "q", "p", "a", `1`)
+	pushOne(t, b, "q", "p", "b", `2`)
+	res := pop(t, b, queen.PopRequest{Queue: "q", Group: "g", SubscriptionMode: queen.SubscriptionModeAll})
+	require.Equal(t, []string{"a"}, txids(res.Messages))
+	ackAll(t, b, res.Messages, queen.AckCompleted) // g's cursor is stored at 1
+
+	inWriterOrder(t, b,
+		func() { pushOne(t, b, "q", "p", "c", `3`) },
+		func() {
+			_, err := b.SeekPartition(bg, "g", "q", "p", queen.SeekOptions{Timestamp: time.Unix(0, 0)})
+			assert.NoError(t, err)
+		},
+		func() {
+			_, err := b.DeleteGroup(bg, "g", "q", true)
+			assert.NoError(t, err)
+		},
+		func() { // g again, at the end as it stands now: before c
+			res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Group: "g", SubscriptionMode: queen.SubscriptionModeNew})
+			assert.NoError(t, err)
+			assert.Empty(t, res.Messages)
+		})
+
+	require.EqualValues(t, 2, cursorOf(t, b, "q", "p", "g").Offset, "live: g gets c")
+	require.NoError(t, b.Close())
+	b = itest.OpenDir(t, dir, nil)
+	require.EqualValues(t, 2, cursorOf(t, b, "q", "p", "g").Offset, "reopened: the same")
 }

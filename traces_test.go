@@ -116,3 +116,58 @@ func TestBroker_TracesByName(t *testing.T) {
 	_, err = b.TraceNames(ctx, 0, -1)
 	require.ErrorIs(t, err, queen.ErrInvalidArgument)
 }
+
+// TestTraces_RetentionDeletesThem: the messages retention deletes
+// lose their traces, so a later message with the same transactionId
+// starts with none: it does not inherit the old one's.
+func TestTraces_RetentionDeletesThem(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	itest.Run(t, &queen.Options{Clock: clock}, func(t *testing.T, b *queen.Broker) {
+		cfg := queen.DefaultQueueConfig()
+		cfg.Retention = time.Hour
+		_, err := b.ConfigureQueue(bg, "q", cfg)
+		require.NoError(t, err)
+		r := pushOne(t, b, "q", "", "a", `1`)
+		pushOne(t, b, "q", "", "b", `2`)
+		for _, tx := range []string{"a", "b"} {
+			_, err = b.RecordTrace(bg, queen.TraceEvent{PartitionID: r.PartitionID, TransactionID: tx, Names: []string{"flow"}})
+			require.NoError(t, err)
+		}
+		clock.Advance(2 * time.Hour)
+		require.NoError(t, b.Maintain(bg))
+		st, err := b.QueueStats(bg, "q")
+		require.NoError(t, err)
+		require.Zero(t, st.Messages)
+		names, err := b.TraceNames(bg, 10, 0)
+		require.NoError(t, err)
+		require.Empty(t, names.Names)
+
+		again := pushOne(t, b, "q", "", "a", `3`)
+		require.Equal(t, queen.PushQueued, again.Status)
+		trs, err := b.Traces(bg, r.PartitionID, "a")
+		require.NoError(t, err)
+		require.Empty(t, trs)
+	})
+}
+
+// TestTraces_NotRecordedOnARemovedMessage: a trace cannot be recorded
+// against a message retention or DeleteMessage removed.
+func TestTraces_NotRecordedOnARemovedMessage(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
+	cfg := queen.DefaultQueueConfig()
+	cfg.Retention = time.Hour
+	_, err := b.ConfigureQueue(bg, "q", cfg)
+	require.NoError(t, err)
+	r := pushOne(t, b, "q", "", "a", `1`)
+	pushOne(t, b, "q", "", "b", `1`)
+	require.NoError(t, b.DeleteMessage(bg, r.PartitionID, "b"))
+	_, err = b.RecordTrace(bg, queen.TraceEvent{PartitionID: r.PartitionID, TransactionID: "b"})
+	require.ErrorIs(t, err, queen.ErrNotFound)
+	clock.Advance(2 * time.Hour)
+	require.NoError(t, b.Maintain(bg))
+	_, err = b.RecordTrace(bg, queen.TraceEvent{PartitionID: r.PartitionID, TransactionID: "a"})
+	require.ErrorIs(t, err, queen.ErrNotFound)
+}

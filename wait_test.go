@@ -4,8 +4,12 @@ import (
 	"testing"
 	"time"
 
+	"context"
+
 	"github.com/queenlite/queen"
 	itest "github.com/queenlite/queen/internal/queentest"
+	"github.com/queenlite/queen/queentest"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -130,4 +134,94 @@ func TestWait_CloseWakesEveryWaitingPop(t *testing.T) {
 		_, err := b.Pop(bg, queen.PopRequest{Queue: "q", Wait: true, Timeout: popTimeout})
 		require.ErrorIs(t, err, queen.ErrClosed, "a pop after Close does not wait")
 	})
+}
+
+// TestWait_PartitionWaiterWokenWhenWindowReopens: a pop waiting on
+// one partition of a queue with a WindowBuffer wakes when the window opens.
+// Here the partition's cursor is on the group's ready list (its window
+// had opened once, then a push closed it again) and the named pop leaves
+// it there: the check at the window's new end still wakes the waiter of a
+// cursor already marked ready.
+func TestWait_PartitionWaiterWokenWhenWindowReopens(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
+	configureWith(t, b, "q", func(c *queen.QueueConfig) { c.WindowBuffer = 3 * time.Second })
+	require.Empty(t, pop(t, b, queen.PopRequest{Queue: "q", Group: "g"}).Messages) // g joins
+	pushOne(t, b, "q", "p", "m1", `1`)
+	clock.Advance(5 * time.Second)                                        // the window opens: p is ready for g
+	require.Empty(t, pop(t, b, queen.PopRequest{Queue: "tick"}).Messages) // (a pop fires due timers now)
+	pushOne(t, b, "q", "p", "m2", `2`)                                    // and closes again for 3 s
+	got := make(chan *queen.PopResult, 1)
+	go func() {
+		res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Group: "g", Partition: "p", Batch: 10, Wait: true, Timeout: queen.MaxPopTimeout})
+		assert.NoError(t, err)
+		got <- res
+	}()
+	itest.AwaitWaiting(t, b, 1)
+	clock.Advance(3 * time.Second)
+	select {
+	case res := <-got:
+		require.Len(t, res.Messages, 2)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pop waiting on p was not woken when p's window opened")
+	}
+}
+
+// TestWait_WaiterOnAPartitionJoinsItWhenCreated: a pop waiting on a
+// partition that does not exist yet looks again when the partition is
+// created empty (ConfigureQueue makes Default): its group then has a
+// cursor there, as if the pop had started after the partition existed.
+func TestWait_WaiterOnAPartitionJoinsItWhenCreated(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	ctx, cancel := context.WithCancel(bg)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = b.Pop(ctx, queen.PopRequest{Queue: "q", Group: "g", Partition: queen.DefaultPartition, Wait: true, Timeout: queen.MaxPopTimeout})
+	}()
+	itest.AwaitWaiting(t, b, 1)
+	pushOne(t, b, "q", "other", "m", `1`) // creates q; the pop joins it and waits on
+	itest.AwaitWaiting(t, b, 1)
+	_, err := b.ConfigureQueue(bg, "q", queen.DefaultQueueConfig())
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		qs, err := b.QueueStats(bg, "q")
+		require.NoError(t, err)
+		for _, p := range qs.Partitions {
+			if p.Name == queen.DefaultPartition {
+				return len(p.Cursors) == 1 && p.Cursors[0].Group == "g"
+			}
+		}
+		return false
+	}, 10*time.Second, time.Millisecond, "the waiting pop's group has a cursor in the new partition")
+	cancel()
+	<-done
+}
+
+// TestWait_CloseEndsPartitionWaiters: Close wakes the pops waiting on one
+// named partition (PopRequest.Partition with Wait) as it wakes those
+// waiting on a queue or a group: they see ErrClosed at once, not at the
+// end of their own Timeout.
+func TestWait_CloseEndsPartitionWaiters(t *testing.T) {
+	t.Parallel()
+	b, err := queen.Open("", &queen.Options{InMemory: true})
+	require.NoError(t, err)
+	pushN(t, b, "pw", "p", 1)
+	got := pop(t, b, queen.PopRequest{Queue: "pw", Partition: "p"}) // p is leased: the next pop waits
+	require.Len(t, got.Messages, 1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.Pop(context.Background(), queen.PopRequest{Queue: "pw", Partition: "p", Wait: true, Timeout: time.Minute})
+		done <- err
+	}()
+	itest.AwaitWaiting(t, b, 1)
+	require.NoError(t, b.Close())
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, queen.ErrClosed)
+	case <-time.After(20 * time.Second): // Close ends it at once; its own Timeout is a minute
+		t.Fatal("a pop waiting on a named partition outlived Close")
+	}
 }

@@ -1,7 +1,6 @@
 package remote_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/modelgen"
 	"github.com/queenlite/queen/internal/repro"
 )
 
@@ -18,83 +18,14 @@ import (
 // pushed transactionIds, letters), prints its Go code for the reproducer
 // and runs through diff.do on the three backends.
 
-// diffKind is an operation.
-type diffKind int
-
-const (
-	dkPush diffKind = iota
-	dkPop
-	dkDiscover
-	dkAck
-	dkAckOne
-	dkRenew
-	dkTxn
-	dkAdvance
-	dkSeekGroup
-	dkSeekPartition
-	dkSetSub
-	dkFetch
-	dkDeadLetters
-	dkReplayDead
-	dkDeleteDead
-	dkParked
-	dkReplayParked
-	dkDeleteParked
-	dkConfigure
-	dkDescribe
-	dkDeleteQueue
-	dkStats
-	dkListQueues
-	dkListGroups
-	dkDeleteGroup
-	dkMaintain
-	dkReopen
-	dkVerify
-	dkPositions
-	dkFetchParts
-	dkCount
-)
-
-var diffKindNames = [dkCount]string{"push", "pop", "discover", "ack", "ackOne", "renew", "txn", "advance", "seekGroup", "seekPartition",
-	"setSubscription", "fetch", "deadLetters", "replayDead", "deleteDead", "parked", "replayParked", "deleteParked", "configure",
-	"describe", "deleteQueue", "stats", "listQueues", "listGroups", "deleteGroup", "maintain", "reopen", "verify",
-	"positions", "fetchPartitions"}
-
-func (k diffKind) String() string { return diffKindNames[k] }
-
 // diffWeights are the operations' relative frequencies.
-var diffWeights = [dkCount]int{
-	dkPush: 140, dkPop: 120, dkDiscover: 8, dkAck: 100, dkAckOne: 30, dkRenew: 20, dkTxn: 40, dkAdvance: 50, dkSeekGroup: 12,
-	dkSeekPartition: 12, dkSetSub: 8, dkFetch: 15, dkDeadLetters: 15, dkReplayDead: 12, dkDeleteDead: 8, dkParked: 10,
-	dkReplayParked: 8, dkDeleteParked: 6, dkConfigure: 15, dkDescribe: 6, dkDeleteQueue: 3, dkStats: 15, dkListQueues: 6,
-	dkListGroups: 10, dkDeleteGroup: 8, dkMaintain: 8, dkReopen: 8, dkVerify: 6, dkPositions: 12, dkFetchParts: 10,
-}
-
-// diffOp is one operation of a sequence. Its parameters are drawn from
-// seed when it runs, so it keeps a meaning when the shrinker removes
-// operations before it.
-type diffOp struct {
-	kind diffKind
-	seed uint64
-}
-
-func genDiffOps(seed uint64, n int) []diffOp {
-	rng := rand.New(rand.NewPCG(seed, 0xd1ff))
-	total := 0
-	for _, w := range diffWeights {
-		total += w
-	}
-	ops := make([]diffOp, n)
-	for i := range ops {
-		x := rng.IntN(total)
-		k := diffKind(0)
-		for x >= diffWeights[k] {
-			x -= diffWeights[k]
-			k++
-		}
-		ops[i] = diffOp{kind: k, seed: rng.Uint64()}
-	}
-	return ops
+var diffWeights = modelgen.Weights{
+	modelgen.Push: 140, modelgen.Pop: 120, modelgen.Discover: 8, modelgen.Ack: 100, modelgen.AckOne: 30, modelgen.Renew: 20,
+	modelgen.Txn: 40, modelgen.Advance: 50, modelgen.SeekGroup: 12, modelgen.SeekPartition: 12, modelgen.SetSubscription: 8,
+	modelgen.Fetch: 15, modelgen.DeadLetters: 15, modelgen.ReplayDead: 12, modelgen.DeleteDead: 8, modelgen.Parked: 10,
+	modelgen.ReplayParked: 8, modelgen.DeleteParked: 6, modelgen.Configure: 15, modelgen.Describe: 6, modelgen.DeleteQueue: 3,
+	modelgen.Stats: 15, modelgen.ListQueues: 6, modelgen.ListGroups: 10, modelgen.DeleteGroup: 8, modelgen.Maintain: 8,
+	modelgen.Reopen: 8, modelgen.Verify: 6, modelgen.Positions: 12, modelgen.FetchPartitions: 10,
 }
 
 // dex executes operations on a diff and keeps the handles later
@@ -117,100 +48,97 @@ type dpop struct {
 
 type dtx struct{ queue, partition, tx string }
 
+// What the operations draw from. q2 has one partition, the default.
 var (
-	diffQueues = []string{"q0", "q0", "q0", "q1", "q1", "q2"}
-	diffParts  = []string{"a", "a", "b", "c", queen.DefaultPartition}
-	diffGroups = []string{"", "", "g1", "g2", "cf"}
+	diffQueues = modelgen.Pool{"q0", "q0", "q0", "q1", "q1", "q2"}
+	diffParts  = modelgen.Pool{"a", "a", "b", "c", queen.DefaultPartition}
+	diffGroups = modelgen.Pool{"", "", "g1", "g2", modelgen.ConflationGroup}
 )
 
-func pickQ(r *rand.Rand) string { return diffQueues[r.IntN(len(diffQueues))] }
-func pickP(r *rand.Rand) string { return diffParts[r.IntN(len(diffParts))] }
-func pickG(r *rand.Rand) string { return diffGroups[r.IntN(len(diffGroups))] }
-
-func (x *dex) exec(i int, o diffOp) {
-	r := rand.New(rand.NewPCG(o.seed, uint64(o.kind)))
-	x.counts[o.kind.String()]++
-	switch o.kind {
-	case dkPush:
+func (x *dex) exec(i int, o modelgen.Op) {
+	r := o.Rand()
+	x.counts[o.Kind.String()]++
+	switch o.Kind {
+	case modelgen.Push:
 		x.opPush(r)
-	case dkPop:
+	case modelgen.Pop:
 		x.opPop(i, r, false)
-	case dkDiscover:
+	case modelgen.Discover:
 		x.opPop(i, r, true)
-	case dkAck:
+	case modelgen.Ack:
 		x.opAck(r)
-	case dkAckOne:
+	case modelgen.AckOne:
 		x.opAckOne(r)
-	case dkRenew:
+	case modelgen.Renew:
 		x.opRenew(r)
-	case dkTxn:
+	case modelgen.Txn:
 		x.opTxn(r)
-	case dkAdvance:
+	case modelgen.Advance:
 		x.opAdvance(r)
-	case dkSeekGroup:
+	case modelgen.SeekGroup:
 		x.opSeek(r, false)
-	case dkSeekPartition:
+	case modelgen.SeekPartition:
 		x.opSeek(r, true)
-	case dkSetSub:
+	case modelgen.SetSubscription:
 		x.opSetSub(r)
-	case dkFetch:
+	case modelgen.Fetch:
 		x.opFetch(r)
-	case dkDeadLetters:
+	case modelgen.DeadLetters:
 		x.opLetters(r, true)
-	case dkParked:
+	case modelgen.Parked:
 		x.opLetters(r, false)
-	case dkReplayDead:
+	case modelgen.ReplayDead:
 		x.opLetter(r, true, true)
-	case dkDeleteDead:
+	case modelgen.DeleteDead:
 		x.opLetter(r, true, false)
-	case dkReplayParked:
+	case modelgen.ReplayParked:
 		x.opLetter(r, false, true)
-	case dkDeleteParked:
+	case modelgen.DeleteParked:
 		x.opLetter(r, false, false)
-	case dkConfigure:
+	case modelgen.Configure:
 		x.opConfigure(r)
-	case dkDescribe:
-		q := pickQ(r)
+	case modelgen.Describe:
+		q := diffQueues.Pick(r)
 		if r.IntN(5) == 0 {
 			q = "nope"
 		}
 		x.d.emit("d.do(%q, func(k int, c queen.Client) any { return ans(c.DescribeQueue(ctx, %s)) })", "describe", gq(q))
 		x.d.do("describe", func(k int, c queen.Client) any { return ans(c.DescribeQueue(x.d.ctx, q)) })
-	case dkDeleteQueue:
-		q := pickQ(r)
+	case modelgen.DeleteQueue:
+		q := diffQueues.Pick(r)
 		x.d.emit("d.do(%q, func(k int, c queen.Client) any { return ans(c.DeleteQueue(ctx, %s)) })", "deleteQueue", gq(q))
 		x.d.do("deleteQueue", func(k int, c queen.Client) any { return ans(c.DeleteQueue(x.d.ctx, q)) })
-	case dkStats:
-		q := pickQ(r)
+	case modelgen.Stats:
+		q := diffQueues.Pick(r)
 		if r.IntN(6) == 0 {
 			q = "nope"
 		}
 		x.stats(q)
-	case dkListQueues:
+	case modelgen.ListQueues:
 		x.d.emit("d.do(%q, func(k int, c queen.Client) any { return ans(c.ListQueues(ctx)) })", "listQueues")
 		x.d.do("listQueues", func(k int, c queen.Client) any { return ans(c.ListQueues(x.d.ctx)) })
-	case dkListGroups:
+	case modelgen.ListGroups:
 		g := ""
 		if r.IntN(2) == 0 {
-			g = pickG(r)
+			g = diffGroups.Pick(r)
 			if g == "" {
 				g = queen.QueueModeGroup
 			}
 		}
 		x.listGroups(g)
-	case dkDeleteGroup:
+	case modelgen.DeleteGroup:
 		x.opDeleteGroup(r)
-	case dkMaintain:
+	case modelgen.Maintain:
 		x.d.emit("d.maintain()")
 		x.d.maintain()
-	case dkReopen:
+	case modelgen.Reopen:
 		x.d.emit("d.reopen()")
 		x.d.reopen()
-	case dkVerify:
+	case modelgen.Verify:
 		x.verify()
-	case dkPositions:
+	case modelgen.Positions:
 		x.opPositions(r)
-	case dkFetchParts:
+	case modelgen.FetchPartitions:
 		x.opFetchParts(r)
 	}
 }
@@ -251,17 +179,10 @@ var gq, gdur = repro.Quote, repro.Duration
 // gtime writes an instant relative to the clock's start.
 func (x *dex) gtime(t time.Time) string { return "d.start.Add(" + gdur(t.Sub(x.d.start)) + ")" }
 
-func gpayload(p []byte) string {
-	if p == nil {
-		return "nil"
-	}
-	return "json.RawMessage(" + strconv.Quote(string(p)) + ")"
-}
-
 // gpush and gpushes write pushes for the reproducer.
-func gpush(it queen.PushItem) string { return repro.PushItem(it, gpayload) }
+func gpush(it queen.PushItem) string { return repro.PushItem(it, modelgen.GoPayload) }
 
-func gpushes(items []queen.PushItem) string { return repro.PushItems(items, gpayload) }
+func gpushes(items []queen.PushItem) string { return repro.PushItems(items, modelgen.GoPayload) }
 
 // gpop writes a pop request for the reproducer.
 func (x *dex) gpop(req queen.PopRequest) string { return repro.PopRequest(req, x.gtime) }
@@ -330,24 +251,6 @@ func (x *dex) gfilter(f queen.LetterFilter) string {
 
 // Parameters.
 
-func (x *dex) payload(r *rand.Rand) json.RawMessage {
-	switch r.IntN(12) {
-	case 0:
-		return json.RawMessage(strconv.Itoa(r.IntN(100)))
-	case 1:
-		return nil // stored as null
-	case 2:
-		return json.RawMessage(`"s` + strconv.Itoa(r.IntN(100)) + `"`)
-	case 3:
-		return json.RawMessage(`[1,{"a":null},true,-2.5e3]`)
-	case 4:
-		return json.RawMessage(`{"u":"\u00e9\n","e":""}`)
-	case 5: // whitespace and <, >, &: byte for byte (divergence 11)
-		return json.RawMessage(`[1, {"a" : "<&>"}]`)
-	}
-	return json.RawMessage(fmt.Sprintf(`{"k":%d,"v":"%x"}`, r.IntN(1000), r.Uint32()))
-}
-
 // pastTime is an instant to seek or subscribe to: the start, now, a day
 // ago, or the instant of an earlier push (which seeks to its offset).
 func (x *dex) pastTime(r *rand.Rand) time.Time {
@@ -374,7 +277,7 @@ func (x *dex) opAdvance(r *rand.Rand) {
 	switch r.IntN(30) {
 	case 0:
 		d = 2 * time.Hour
-	case 1: // fractions of a millisecond (divergence 12)
+	case 1: // fractions of a millisecond (see TestDifferential_Cases/AdminTimestampsToTheMillisecond)
 		d = 1500 * time.Microsecond
 	}
 	x.d.emit("d.advance(%s)", gdur(d))
@@ -383,13 +286,13 @@ func (x *dex) opAdvance(r *rand.Rand) {
 
 func (x *dex) opPush(r *rand.Rand) {
 	n := 1 + r.IntN(4)
-	q := pickQ(r)
+	q := diffQueues.Pick(r)
 	items := make([]queen.PushItem, n)
 	parts := map[string]string{} // queue → the one partition this call pushes to there
 	for j := range items {
-		it := queen.PushItem{Queue: q, Payload: x.payload(r)}
+		it := queen.PushItem{Queue: q, Payload: modelgen.Payload(r)}
 		if r.IntN(5) == 0 {
-			it.Queue = pickQ(r)
+			it.Queue = diffQueues.Pick(r)
 		}
 		it.Partition = x.partitionFor(r, it.Queue, parts)
 		if it.Partition == queen.DefaultPartition && r.IntN(2) == 0 {
@@ -449,7 +352,7 @@ func (x *dex) partitionFor(r *rand.Rand, queue string, parts map[string]string) 
 	if p, ok := parts[queue]; ok {
 		return p
 	}
-	p := pickP(r)
+	p := diffParts.Pick(r)
 	if p == queen.DefaultPartition && r.IntN(2) == 0 {
 		p = "" // the default
 	}
@@ -458,45 +361,23 @@ func (x *dex) partitionFor(r *rand.Rand, queue string, parts map[string]string) 
 }
 
 func (x *dex) opPop(i int, r *rand.Rand, discover bool) {
-	req := queen.PopRequest{Queue: pickQ(r), Group: pickG(r), Batch: r.IntN(6), Partitions: r.IntN(4)}
-	if discover {
-		req.Queue, req.Namespace = "", "ns"
-		if r.IntN(2) == 0 {
-			req.Task = "t" + strconv.Itoa(r.IntN(2))
+	space := modelgen.Space{Queues: diffQueues, Partitions: diffParts, Groups: diffGroups, Past: x.pastTime}
+	req := space.Pop(r, func(req *queen.PopRequest) {
+		if discover {
+			req.Queue, req.Namespace = "", "ns"
+			if r.IntN(2) == 0 {
+				req.Task = "t" + strconv.Itoa(r.IntN(2))
+			}
+		} else if r.IntN(3) == 0 {
+			req.Partition = diffParts.Pick(r)
+			if req.Queue == "q2" && r.IntN(3) > 0 {
+				req.Partition = queen.DefaultPartition
+			}
 		}
-	} else if r.IntN(3) == 0 {
-		req.Partition = pickP(r)
-		if req.Queue == "q2" && r.IntN(3) > 0 {
-			req.Partition = queen.DefaultPartition
+		if req.Partition == "" && req.Queue != "q2" {
+			req.Batch, req.Partitions = queen.MaxBatch, queen.MaxPartitions // claim everything ready
 		}
-	}
-	if req.Partition == "" && req.Queue != "q2" {
-		req.Batch, req.Partitions = queen.MaxBatch, queen.MaxPartitions // claim everything ready
-	}
-	switch r.IntN(6) {
-	case 0:
-		req.Lease = 5 * time.Second
-	case 1:
-		req.Lease = 40 * time.Second
-	case 2:
-		req.Lease = 120 * time.Second
-	}
-	if req.Group == "cf" {
-		req.Conflation = true
-		req.CommitOnDelivery = r.IntN(30) == 0 // refused
-	} else if r.IntN(8) == 0 {
-		req.CommitOnDelivery = true
-	}
-	if req.Group != "" {
-		switch r.IntN(4) {
-		case 0:
-			req.SubscriptionMode = queen.SubscriptionModeNew
-		case 1:
-			req.SubscriptionMode = queen.SubscriptionModeAll
-		case 2:
-			req.SubscriptionFrom = x.pastTime(r)
-		}
-	}
+	})
 	switch r.IntN(40) {
 	case 0:
 		req.Batch = -1 // invalid
@@ -606,7 +487,7 @@ func (x *dex) ackSpecs(r *rand.Rand, h *dpop, txn bool) []ackSpec {
 		case r.IntN(60) == 0 && !txn:
 			a.it.Status = "bogus"
 		case r.IntN(30) == 0:
-			a.it.Group = pickG(r)
+			a.it.Group = diffGroups.Pick(r)
 		}
 		if r.IntN(12) == 0 && len(specs) > 0 { // the same message twice
 			a = specs[len(specs)-1]
@@ -670,7 +551,7 @@ func (x *dex) opAckOne(r *rand.Rand) {
 		f = append(f, "LeaseID: "+gq(opts.LeaseID))
 	}
 	if r.IntN(20) == 0 {
-		opts.ConsumerGroup = pickG(r)
+		opts.ConsumerGroup = diffGroups.Pick(r)
 		f = append(f, "ConsumerGroup: "+gq(opts.ConsumerGroup))
 	}
 	x.d.emit("d.do(%q, func(k int, c queen.Client) any { return ans(c.Ack(ctx, msg(%s[k], %d), %v, queen.AckOptions{%s})) })", "ackOne",
@@ -709,7 +590,7 @@ func (x *dex) opTxn(r *rand.Rand) {
 	}
 	parts := map[string]string{}
 	for range r.IntN(3) {
-		it := queen.PushItem{Queue: pickQ(r), Payload: x.payload(r)}
+		it := queen.PushItem{Queue: diffQueues.Pick(r), Payload: modelgen.Payload(r)}
 		if r.IntN(2) == 0 {
 			it.TransactionID = fmt.Sprintf("x%06x", r.Uint32()&0xffffff)
 		} else if r.IntN(3) == 0 && len(x.txids) > 0 {
@@ -783,7 +664,7 @@ func (x *dex) seekOptions(r *rand.Rand) (queen.SeekOptions, string) {
 // adminGroup is a group for the admin calls: queue mode by either of its
 // names.
 func adminGroup(r *rand.Rand) string {
-	g := pickG(r)
+	g := diffGroups.Pick(r)
 	if g == "" && r.IntN(2) == 0 {
 		g = queen.QueueModeGroup
 	}
@@ -791,14 +672,14 @@ func adminGroup(r *rand.Rand) string {
 }
 
 func (x *dex) opSeek(r *rand.Rand, onePart bool) {
-	g, q := adminGroup(r), pickQ(r)
+	g, q := adminGroup(r), diffQueues.Pick(r)
 	opts, oc := x.seekOptions(r)
 	if !onePart {
 		x.d.emit("d.do(%q, func(k int, c queen.Client) any { return ans(c.SeekGroup(ctx, %s, %s, %s)) })", "seekGroup", gq(g), gq(q), oc)
 		x.d.do("seekGroup", func(k int, c queen.Client) any { return ans(c.SeekGroup(x.d.ctx, g, q, opts)) })
 		return
 	}
-	p := pickP(r)
+	p := diffParts.Pick(r)
 	switch r.IntN(20) {
 	case 0:
 		p = "zz" // unknown
@@ -817,7 +698,7 @@ func (x *dex) opSetSub(r *rand.Rand) {
 }
 
 func (x *dex) opFetch(r *rand.Rand) {
-	q, p := pickQ(r), pickP(r)
+	q, p := diffQueues.Pick(r), diffParts.Pick(r)
 	if r.IntN(15) == 0 {
 		p = "zz"
 	}
@@ -835,7 +716,7 @@ func (x *dex) opPositions(r *rand.Rand) {
 	g := adminGroup(r)
 	if r.IntN(3) == 0 {
 		g = diffGroups[r.IntN(len(diffGroups))]
-		pos := queen.Position{Group: g, Queue: pickQ(r), Partition: pickP(r), Offset: int64(r.IntN(7))}
+		pos := queen.Position{Group: g, Queue: diffQueues.Pick(r), Partition: diffParts.Pick(r), Offset: int64(r.IntN(7))}
 		switch r.IntN(6) {
 		case 0:
 			pos.Forget = true
@@ -855,7 +736,7 @@ func (x *dex) opPositions(r *rand.Rand) {
 		var refs []string
 		parts = []queen.PartitionRef{}
 		for range 1 + r.IntN(3) {
-			ref := queen.PartitionRef{Queue: pickQ(r), Partition: pickP(r)}
+			ref := queen.PartitionRef{Queue: diffQueues.Pick(r), Partition: diffParts.Pick(r)}
 			parts = append(parts, ref)
 			refs = append(refs, fmt.Sprintf("{Queue: %s, Partition: %s}", gq(ref.Queue), gq(ref.Partition)))
 		}
@@ -871,7 +752,7 @@ func (x *dex) opFetchParts(r *rand.Rand) {
 	var req queen.FetchRequest
 	var code []string
 	for range 1 + r.IntN(3) {
-		fp := queen.FetchPartition{Queue: pickQ(r), Partition: pickP(r), Offset: int64(r.IntN(6))}
+		fp := queen.FetchPartition{Queue: diffQueues.Pick(r), Partition: diffParts.Pick(r), Offset: int64(r.IntN(6))}
 		switch r.IntN(12) {
 		case 0:
 			fp.Queue = "nope"
@@ -891,16 +772,16 @@ func (x *dex) opFetchParts(r *rand.Rand) {
 func (x *dex) opLetters(r *rand.Rand, dead bool) {
 	f := queen.LetterFilter{Limit: 1000}
 	if r.IntN(2) == 0 {
-		f.Queue = pickQ(r)
+		f.Queue = diffQueues.Pick(r)
 	}
 	if r.IntN(3) == 0 {
-		f.ConsumerGroup = pickG(r)
+		f.ConsumerGroup = diffGroups.Pick(r)
 		if f.ConsumerGroup == "" {
 			f.ConsumerGroup = queen.QueueModeGroup
 		}
 	}
 	if r.IntN(4) == 0 {
-		f.Partition = pickP(r)
+		f.Partition = diffParts.Pick(r)
 	}
 	if r.IntN(5) == 0 {
 		f.From = x.pastTime(r)
@@ -976,7 +857,7 @@ func (x *dex) opLetter(r *rand.Rand, dead, replay bool) {
 }
 
 func (x *dex) opConfigure(r *rand.Rand) {
-	q := pickQ(r)
+	q := diffQueues.Pick(r)
 	var c queen.QueueConfig
 	if r.IntN(2) == 0 {
 		c.LeaseTime = []time.Duration{5 * time.Second, 30 * time.Second, 120 * time.Second}[r.IntN(3)]
@@ -1018,7 +899,7 @@ func (x *dex) opConfigure(r *rand.Rand) {
 }
 
 func (x *dex) opDeleteGroup(r *rand.Rand) {
-	g, q := adminGroup(r), pickQ(r)
+	g, q := adminGroup(r), diffQueues.Pick(r)
 	if r.IntN(5) == 0 {
 		q = ""
 	}

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/queenlite/queen/internal/modelgen"
 	"github.com/queenlite/queen/internal/repro"
 )
 
@@ -73,7 +74,7 @@ func TestDifferential(t *testing.T) {
 			break
 		}
 		s := seed + uint64(r)
-		ops := genDiffOps(s, n)
+		ops := diffWeights.Sequence(s, n)
 		res := runDiff(s, ops, false)
 		runs++
 		for k, v := range res.counts {
@@ -100,7 +101,7 @@ type diffResult struct {
 
 // runDiff runs ops on fresh backends, then compares everything they list.
 // With record it also returns the Go code of the run.
-func runDiff(seed uint64, ops []diffOp, record bool) diffResult {
+func runDiff(seed uint64, ops []modelgen.Op, record bool) diffResult {
 	d := newDiff(nil)
 	defer d.close()
 	if record {
@@ -138,9 +139,9 @@ func runDiff(seed uint64, ops []diffOp, record bool) diffResult {
 // the same way (the same operation differs on the same backend): halves,
 // quarters, ... then single operations, until no removal keeps it failing
 // or the time is up.
-func shrinkDiff(seed uint64, ops []diffOp, f *diffFailure, budget time.Duration) ([]diffOp, int) {
-	cur := append([]diffOp(nil), ops[:min(len(ops), f.step+1)]...)
-	fails := func(cand []diffOp) ([]diffOp, bool) {
+func shrinkDiff(seed uint64, ops []modelgen.Op, f *diffFailure, budget time.Duration) ([]modelgen.Op, int) {
+	cur := append([]modelgen.Op(nil), ops[:min(len(ops), f.step+1)]...)
+	fails := func(cand []modelgen.Op) ([]modelgen.Op, bool) {
 		r := runDiff(seed, cand, false)
 		if r.fail == nil || r.fail.kind != f.kind {
 			return nil, false

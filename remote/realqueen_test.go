@@ -124,7 +124,8 @@ func popReal(t *testing.T, c *remote.Client, req queen.PopRequest) *queen.PopRes
 	}
 }
 
-// Each of issue 22's silent wrong answers, checked on Queen's server.
+// The answers remote once read wrong without an error, checked on Queen's
+// server.
 func TestRealQueen_Answers(t *testing.T) {
 	c := dialReal(t)
 	ctx := context.Background()
