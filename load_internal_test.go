@@ -2,8 +2,14 @@ package queen
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/json"
+	"strconv"
 	"testing"
 
+	"github.com/dgraph-io/badger/v4"
+	"github.com/queenlite/queen/internal/keys"
+	"github.com/queenlite/queen/internal/record"
 	"github.com/stretchr/testify/require"
 )
 
@@ -97,4 +103,60 @@ func TestLoad_SkipsPartitionsOfATombstone(t *testing.T) {
 	if err == nil {
 		require.Empty(t, f.Records)
 	}
+}
+
+// A store written before partitions were stored in binary and groups
+// carried a partition mark (JSON partition metadata; a group in mode
+// "new" with a stored cursor wherever it started past the first message)
+// opens and reads as it did.
+func TestLoad_StoreOfEarlierVersions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	b, err := Open(dir, &Options{Durability: SyncNever})
+	require.NoError(t, err)
+	_, err = b.Push(ctx, []PushItem{{Queue: "old", Partition: "a"}, {Queue: "old", Partition: "a"}, {Queue: "old", Partition: "b"}})
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+
+	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(txn *badger.Txn) error {
+		var metas []partitionMeta
+		var pids []uint64
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{keys.Partition}, PrefetchValues: true})
+		for it.Rewind(); it.Valid(); it.Next() {
+			var m partitionMeta
+			require.NoError(t, it.Item().Value(func(v []byte) error { return record.DecodePartition(v, &m) }))
+			metas = append(metas, m)
+			pids = append(pids, binary.BigEndian.Uint64(it.Item().Key()[1:]))
+		}
+		it.Close()
+		require.Len(t, metas, 2)
+		for i, m := range metas {
+			v, _ := json.Marshal(m)
+			require.NoError(t, txn.Set(keys.PartitionKey(pids[i]), v))
+			// Where the old join put a group in mode "new": at the end.
+			next := map[string]int64{"a": 2, "b": 1}[m.Name]
+			require.NoError(t, txn.Set(keys.CursorKey(pids[i], "n"), record.AppendCursor(nil, record.Cursor{Offset: next})))
+		}
+		v, _ := json.Marshal(map[string]any{"m": SubscriptionModeNew, "j": 1})
+		return txn.Set(keys.GroupKey("old", "n"), v)
+	}))
+	require.NoError(t, db.Close())
+
+	b, err = Open(dir, &Options{Durability: SyncNever})
+	require.NoError(t, err)
+	defer b.Close()
+	_, err = b.Push(ctx, []PushItem{{Queue: "old", Partition: "a", TransactionID: "new-a"}, {Queue: "old", Partition: "c", TransactionID: "new-c"}})
+	require.NoError(t, err)
+	var got []string
+	for _, group := range []string{"n", "all"} {
+		res, err := b.Pop(ctx, PopRequest{Queue: "old", Group: group, SubscriptionMode: SubscriptionModeAll, Batch: 10, Partitions: 10})
+		require.NoError(t, err)
+		for _, m := range res.Messages {
+			got = append(got, group+":"+m.Partition+"@"+strconv.FormatInt(m.Offset, 10))
+		}
+	}
+	require.ElementsMatch(t, []string{"n:a@2", "n:c@0", "all:a@0", "all:a@1", "all:a@2", "all:b@0", "all:c@0"}, got)
 }

@@ -37,7 +37,7 @@ func (a *ackRecorder) acked() []AckItem {
 	return append([]AckItem(nil), a.items...)
 }
 
-func openTrust27(t *testing.T) *Broker {
+func openLoopBroker(t *testing.T) *Broker {
 	t.Helper()
 	b, err := Open("", &Options{InMemory: true})
 	require.NoError(t, err)
@@ -45,7 +45,7 @@ func openTrust27(t *testing.T) *Broker {
 	return b
 }
 
-func pushTrust27(t *testing.T, b *Broker, queue string, partitions, n int) {
+func pushToLoop(t *testing.T, b *Broker, queue string, partitions, n int) {
 	t.Helper()
 	var items []PushItem
 	for p := range partitions {
@@ -67,7 +67,7 @@ func heldAfter(t *testing.T, c *Consumer, ctx context.Context) int {
 	return len(r.held)
 }
 
-func TestTrust27_LoopLetsGoOfWhatItFinishes(t *testing.T) {
+func TestDrain_ListsOnlyWhatTheLoopHasNotFinished(t *testing.T) {
 	t.Parallel()
 	outcomes := func(_ context.Context, msg *Message) error {
 		switch msg.Offset % 7 {
@@ -138,13 +138,13 @@ func TestTrust27_LoopLetsGoOfWhatItFinishes(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			b := openTrust27(t)
+			b := openLoopBroker(t)
 			cfg := DefaultQueueConfig()
 			cfg.RetryLimit = 1
 			cfg.RetryDelay = 0
 			_, err := b.ConfigureQueue(context.Background(), "q", cfg)
 			require.NoError(t, err)
-			pushTrust27(t, b, "q", 3, 14)
+			pushToLoop(t, b, "q", 3, 14)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			require.Zero(t, heldAfter(t, tc.build(b, ctx, cancel), ctx), "messages the loop finished with are still held")
@@ -155,13 +155,13 @@ func TestTrust27_LoopLetsGoOfWhatItFinishes(t *testing.T) {
 // A handler that settled its own message and then failed is sent no
 // second ack: the loop's only AckBatch items are for the messages the
 // handler left unsettled.
-func TestTrust27_NoSecondAckAfterTheHandlerSettled(t *testing.T) {
+func TestConsume_NoSecondAckAfterTheHandlerSettled(t *testing.T) {
 	t.Parallel()
 	for _, onError := range []bool{false, true} {
 		t.Run(fmt.Sprintf("AutoAck(false) or OnError: %v", onError), func(t *testing.T) {
 			t.Parallel()
-			b := openTrust27(t)
-			pushTrust27(t, b, "q", 1, 4)
+			b := openLoopBroker(t)
+			pushToLoop(t, b, "q", 1, 4)
 			h := &ackRecorder{Broker: b}
 			var mu sync.Mutex
 			var own []string
@@ -210,10 +210,10 @@ func (h *holdingHost) AckBatch(ctx context.Context, items []AckItem) ([]AckResul
 // Two drains that give up at once (say Stop and the ctx's end, or
 // Close) both return the DrainError: the second one waits for the list
 // the first one is making while an ack it waits for is in flight.
-func TestTrust27_SecondDrainGetsTheFirstOnesList(t *testing.T) {
+func TestDrain_SecondDrainGetsTheFirstOnesList(t *testing.T) {
 	t.Parallel()
-	b := openTrust27(t)
-	pushTrust27(t, b, "q", 1, 3)
+	b := openLoopBroker(t)
+	pushToLoop(t, b, "q", 1, 3)
 	h := &holdingHost{Broker: b, entered: make(chan struct{}), release: make(chan struct{})}
 	started, abandoned := make(chan struct{}), make(chan struct{})
 	ctx := context.Background()

@@ -288,3 +288,37 @@ func TestConsume_BatchHandlerGoesOnWhileItsAckIsWritten(t *testing.T) {
 		require.EqualValues(t, 10, cursorOf(t, b, "batches", "b", "g").Offset)
 	})
 }
+
+// An ack accepted while the lane's previous AckBatch is being written goes
+// out in the very next AckBatch, not when the lane ends: the handler of
+// the message after it waits for that ack.
+func TestConsume_AckAcceptedDuringABatchGoesInTheNext(t *testing.T) {
+	t.Parallel()
+	acks := &laneAcks{calls: make(chan int, 10), release: make(chan struct{})}
+	b, _ := clocked(t, &queen.Options{Observer: acks})
+	pushTo(t, b, "next", "p", numbered(3)...)
+	var f faults
+	var sizes []int
+	err := b.Queue("next").Group("g").SubscriptionMode(queen.SubscriptionModeAll).Batch(3).Each().Limit(3).
+		Consume(context.Background(), func(ctx context.Context, msg *queen.Message) error {
+			switch msg.Offset {
+			case 1: // accepted while message 0's AckBatch is held
+				n, ok := awaitValue(acks.calls)
+				f.check(ok, "message 0 was not acked while message 1's handler ran")
+				sizes = append(sizes, n)
+			case 2:
+				close(acks.release)
+				// Message 1's ack is written next, while this handler
+				// runs: the lane is not over yet.
+				n, ok := awaitValue(acks.calls)
+				f.check(ok, "message 1's ack waited for the lane to end")
+				sizes = append(sizes, n)
+			}
+			return nil
+		}).Execute(context.Background())
+	require.NoError(t, err)
+	f.none(t)
+	require.Equal(t, []int{1, 1}, sizes, "message 0's AckBatch, then message 1's alone")
+	require.Equal(t, 1, recv(t, acks.calls), "message 2's AckBatch")
+	require.EqualValues(t, 3, cursorOf(t, b, "next", "p", "g").Offset)
+}
