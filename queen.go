@@ -357,7 +357,7 @@ func Open(dir string, opts *Options) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := openBadger(bo)
+	db, err := openAfterKill(bo, o.Logger)
 	if errors.Is(err, errLockHeld) {
 		return nil, fmt.Errorf("%w: %s is open in another broker", ErrLocked, dir)
 	}
