@@ -33,10 +33,6 @@ const (
 	AckPark AckStatus = "park"
 )
 
-// MaxAckItems is the most items one [Broker.AckBatch] call takes (a pop
-// returns at most 10000 messages).
-const MaxAckItems = 10000
-
 // AckItem settles one delivered message.
 type AckItem struct {
 	TransactionID string // required

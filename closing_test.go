@@ -244,7 +244,7 @@ func closeCalls() []closeCall {
 			return errors.Join(err1, err2, err3)
 		}},
 		{name: "Maintain", methods: []string{"Maintain", "Ping", "SetMaintenanceMode", "MaintenanceMode", "Now", "MaxPayload"}, run: func(ctx context.Context, f *closeFixture) error {
-			_, _, _ = f.b.MaintenanceMode(), f.b.Now(), f.b.MaxPayload()
+			_, _, _ = f.b.MaintenanceMode(), f.b.Now(), f.b.PayloadLimit()
 			return errors.Join(f.b.Maintain(ctx), f.b.Ping(ctx), f.b.SetMaintenanceMode(ctx, false))
 		}},
 		{name: "Store", methods: []string{"Backup", "StoreReport"}, run: func(ctx context.Context, f *closeFixture) error {

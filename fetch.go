@@ -9,23 +9,6 @@ import (
 	"github.com/queenlite/queen/internal/uuid"
 )
 
-// Limits of [Broker.FetchPartitions] and [Broker.OffsetForTime]'s wire
-// form, as in Queen 2.x. A request above one is an [*ArgumentError].
-const (
-	// MaxFetchPartitions is the most partitions one FetchPartitions call
-	// reads.
-	MaxFetchPartitions = 1024
-	// MaxFetchWait bounds [FetchRequest].MaxWait.
-	MaxFetchWait = 30 * time.Second
-	// DefaultFetchBytes is a partition's byte budget when
-	// [FetchPartition].MaxBytes is zero.
-	DefaultFetchBytes = 1 << 20
-	// MaxFetchBytes bounds [FetchPartition].MaxBytes.
-	MaxFetchBytes = 8 << 20
-	// MaxFetchRecords is the most records one partition gives one call.
-	MaxFetchRecords = 10000
-)
-
 // FetchRequest reads several partitions by offset at once: no group, no
 // lease, no ack (Queen 2.x's POST /api/v1/fetch).
 type FetchRequest struct {

@@ -21,24 +21,6 @@ type lease struct {
 	cursors []*cursor
 }
 
-// Limits of a pop, a lease and a renewal. A value above one is refused
-// with an [*ArgumentError] naming the limit; over HTTP, package httpapi
-// clamps batch, partitions and timeout to them instead, as Queen's wire
-// contract says (see Limits in the package documentation).
-const (
-	// MaxBatch is the most messages one pop returns ([PopRequest].Batch).
-	MaxBatch = 10000
-	// MaxPartitions is the most partitions one pop claims
-	// ([PopRequest].Partitions).
-	MaxPartitions = 64
-	// MaxPopTimeout is the longest a waiting pop waits
-	// ([PopRequest].Timeout).
-	MaxPopTimeout = 60 * time.Second
-	// MaxLease is the longest lease: of a pop ([PopRequest].Lease), a
-	// queue ([QueueConfig].LeaseTime) or a renewal ([Broker.RenewLease]).
-	MaxLease = 365 * 24 * time.Hour
-)
-
 // PopRequest says what to pop. The zero value of each field means its
 // default.
 type PopRequest struct {
@@ -239,7 +221,7 @@ func (r *PopRequest) normalize() error {
 		r.Partitions = 1
 	}
 	if r.Timeout == 0 {
-		r.Timeout = 30 * time.Second
+		r.Timeout = DefaultPopTimeout
 	}
 	return nil
 }
@@ -911,7 +893,7 @@ func (b *Broker) ExtendLease(ctx context.Context, leaseID string, d time.Duratio
 		return LeaseRenewal{}, argErr("d", "must be at most %v, not %v", MaxLease, d)
 	}
 	if d == 0 {
-		d = 60 * time.Second
+		d = DefaultLeaseTime
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -942,7 +924,7 @@ func (b *Broker) leaseTimeOf(queue string) time.Duration {
 	if q := b.queues[queue]; q != nil {
 		return q.leaseTime()
 	}
-	return 60 * time.Second
+	return DefaultLeaseTime
 }
 
 // Lease states of a delivered message, as seen by the loop.
@@ -1011,7 +993,7 @@ func (b *Broker) discoveryPop(ctx context.Context, req PopRequest) (*PopResult, 
 		return cands[i].name < cands[j].name
 	})
 	if req.Lease == 0 {
-		req.Lease = 60 * time.Second
+		req.Lease = DefaultLeaseTime
 	}
 	req.Wait = false
 	for _, c := range cands {

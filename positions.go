@@ -10,15 +10,6 @@ import (
 	"github.com/queenlite/queen/internal/keys"
 )
 
-// Limits of positions, as in Queen 2.x.
-const (
-	// MaxPositionMetadata is the most bytes of [Position].Metadata.
-	MaxPositionMetadata = 4096
-	// MaxPositionReads is the most partitions one [Broker.GroupPositions]
-	// call names.
-	MaxPositionReads = 65536
-)
-
 // NoOffset is [Position].Offset where a group has no position.
 const NoOffset = -1
 

@@ -69,13 +69,6 @@ func (d Durability) String() string {
 	return fmt.Sprintf("Durability(%d)", int(d))
 }
 
-// Bounds and default of [Options.AckSyncDelay].
-const (
-	MinAckSyncDelay     = time.Millisecond
-	MaxAckSyncDelay     = 10 * time.Second
-	DefaultAckSyncDelay = 100 * time.Millisecond
-)
-
 // SubscriptionMode says where a new consumer group starts reading.
 type SubscriptionMode string
 
@@ -95,10 +88,6 @@ const QueueModeGroup = "__QUEUE_MODE__"
 
 // DefaultPartition is the partition a push uses when it names none.
 const DefaultPartition = "Default"
-
-// MaxNameLen is the longest queue, partition, group, namespace, task or
-// transactionId, in bytes.
-const MaxNameLen = 255
 
 // Clock tells the broker the time: the "now" of leases, retry delays,
 // delayed processing, window buffers, retention and message timestamps.
@@ -193,7 +182,7 @@ type Options struct {
 	// and its table sizes are derived from it (tables are uncompressed and
 	// read from their mapped files: there is no block cache), and so are
 	// the largest storage transaction and, in memory, the largest payload
-	// (see [Broker.MaxPayload]). It bounds the engine, not the process:
+	// (see [Broker.PayloadLimit]). It bounds the engine, not the process:
 	// the broker's own state (queues, partitions, leases, parked pops) and
 	// the Go runtime's garbage-collection headroom (GOGC) come on top, so
 	// with GOGC=100 a busy process may reach about twice the budget. On
@@ -207,27 +196,6 @@ type Options struct {
 	// caller sized the database.
 	MemoryBudget int64
 }
-
-// Memory budgets (see Options.MemoryBudget).
-const (
-	// DefaultMemoryBudget is a broker's budget on disk: 8 MiB memtables,
-	// one queued for flushing, and no block cache; a peak RSS near
-	// 210 MiB pushing and draining 300,000 messages of 256 B, about 60 MiB
-	// of it anonymous and the rest pages of Badger's memory-mapped files
-	// (see docs/memory.md). Sized for a broker embedded in a larger process.
-	DefaultMemoryBudget = 64 << 20
-	// DefaultInMemoryBudget is the budget of an in-memory broker (tests):
-	// a 1 MiB memtable, about 1.4 MiB of heap per idle broker. Payloads
-	// are then limited to 91,750 bytes (see [Broker.MaxPayload]); a budget
-	// of 64 MiB or more stores up to [MaxInMemoryPayload].
-	DefaultInMemoryBudget = 8 << 20
-	// MinMemoryBudget is the smallest budget Open accepts.
-	MinMemoryBudget = 8 << 20
-	// MaxMemoryBudget is the largest budget Open accepts. Memtables stop
-	// growing at 1 GiB (four of 64 MiB, five, Badger's default, from
-	// about 1.3 GiB); larger budgets change nothing more.
-	MaxMemoryBudget = 1 << 40
-)
 
 func (o *Options) withDefaults() (Options, error) {
 	var out Options

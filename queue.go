@@ -73,7 +73,7 @@ type QueueConfig struct {
 // [Broker.ConfigureQueue] with nothing set.
 func DefaultQueueConfig() QueueConfig {
 	return QueueConfig{
-		LeaseTime:  300 * time.Second,
+		LeaseTime:  DefaultConfiguredLeaseTime,
 		RetryLimit: 3,
 		RetryDelay: time.Second,
 		TTL:        3600 * time.Second,
@@ -83,7 +83,7 @@ func DefaultQueueConfig() QueueConfig {
 // pushCreatedConfig is the configuration of a queue created by a push.
 func pushCreatedConfig(name string) QueueConfig {
 	c := DefaultQueueConfig()
-	c.LeaseTime = 60 * time.Second
+	c.LeaseTime = DefaultLeaseTime
 	c.Namespace, c.Task, _ = strings.Cut(name, ".")
 	return c
 }
@@ -182,7 +182,7 @@ func (q *queue) info() *QueueInfo {
 
 func (q *queue) leaseTime() time.Duration {
 	if q.cfg.LeaseTime <= 0 {
-		return 60 * time.Second
+		return DefaultLeaseTime
 	}
 	return q.cfg.LeaseTime
 }
@@ -226,7 +226,7 @@ func (b *Broker) ConfigureQueue(ctx context.Context, name string, cfg QueueConfi
 		return nil, err
 	}
 	if cfg.LeaseTime == 0 {
-		cfg.LeaseTime = 300 * time.Second
+		cfg.LeaseTime = DefaultConfiguredLeaseTime
 	}
 	b.mu.Lock()
 	if err := b.usable(); err != nil {
