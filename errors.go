@@ -12,9 +12,8 @@ import (
 // their constructors, in outcome.go.
 
 // Sentinel errors returned by the broker and its consumers. Compare with
-// [errors.Is]; the
-// broker wraps them with context but never returns storage-engine errors
-// directly.
+// [errors.Is]; the broker wraps them with context but never returns
+// storage-engine errors directly.
 var (
 	// ErrClosed is returned by every method once [Broker.Close] has run, or
 	// after a storage failure left the broker unable to continue.
