@@ -146,7 +146,7 @@ func Inspect(ctx context.Context, dir string, opts *Options) (*StoreReport, erro
 	if err != nil {
 		return nil, err
 	}
-	db, err := openBadger(bo.WithReadOnly(true))
+	db, err := openBadger(bo.WithReadOnly(true), o.lockWait)
 	if errors.Is(err, errLockHeld) {
 		return nil, fmt.Errorf("%w: %s is open in a broker", ErrLocked, dir)
 	}

@@ -195,6 +195,11 @@ type Options struct {
 	// [MinMemoryBudget] and [MaxMemoryBudget]. Ignored by [OpenDB], whose
 	// caller sized the database.
 	MemoryBudget int64
+
+	// lockWait, when set, is what Open and Inspect do between their tries
+	// of a directory whose lock is held, instead of sleeping (tests set it
+	// with WithLockWaitForTest).
+	lockWait func(attempt int)
 }
 
 func (o *Options) withDefaults() (Options, error) {
@@ -325,7 +330,7 @@ func Open(dir string, opts *Options) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := openBadger(bo)
+	db, err := openBadger(bo, o.lockWait)
 	if errors.Is(err, errLockHeld) {
 		return nil, fmt.Errorf("%w: %s is open in another broker", ErrLocked, dir)
 	}
