@@ -184,9 +184,7 @@ func (b *Broker) AckBatch(ctx context.Context, items []AckItem) ([]AckResult, er
 			return nil, argErr("AckItem["+strconv.Itoa(i)+"].Delay", "must not be negative")
 		}
 	}
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
 	results, ops, err := b.applyAcks(items, b.now(), false)

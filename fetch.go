@@ -176,9 +176,7 @@ func (b *Broker) fetchOnce(parts []FetchPartition) ([]PartitionRead, int, bool, 
 	out := make([]PartitionRead, len(parts))
 	spans := make([]span, len(parts))
 	failed := false
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, 0, false, err
 	}
 	for i, fp := range parts {
@@ -265,9 +263,7 @@ func (b *Broker) OffsetForTime(ctx context.Context, queue, partition string, t t
 	if err := checkLabel("partition", partition); err != nil {
 		return TimeOffset{}, err
 	}
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return TimeOffset{}, err
 	}
 	q := b.queues[queue]

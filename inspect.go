@@ -114,11 +114,10 @@ func (b *Broker) StoreReport(ctx context.Context) (*StoreReport, error) {
 	r.Format, r.WrittenBy, r.StoreID = fr.Format, fr.WrittenBy, fr.ID
 	r.LSMBytes, r.ValueLogBytes = b.db.Size()
 	r.DiskBytes = r.LSMBytes + r.ValueLogBytes
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
+	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
+	defer b.mu.Unlock()
 	b.report(r)
 	return r, nil
 }

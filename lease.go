@@ -345,9 +345,7 @@ func (b *Broker) popOnce(ctx context.Context, req *PopRequest, ps *popState) (*P
 		return &PopResult{Queue: req.Queue, ConsumerGroup: groupName(req.Group), Conflating: conflating,
 			ConflationConflict: conflict, Autopilot: advice, Messages: []*Message{}}
 	}
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, nil, nil, err
 	}
 	now := b.now()
@@ -895,11 +893,10 @@ func (b *Broker) ExtendLease(ctx context.Context, leaseID string, d time.Duratio
 	if d == 0 {
 		d = DefaultLeaseTime
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
+	if err := b.lockUsable(); err != nil {
 		return LeaseRenewal{}, err
 	}
+	defer b.mu.Unlock()
 	now := b.now()
 	l := b.leases[leaseID]
 	if l == nil {
@@ -940,11 +937,10 @@ func (b *Broker) leaseState(msg *Message) int {
 	if msg.LeaseID == "" {
 		return leaseLost
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.usable() != nil {
+	if b.lockUsable() != nil {
 		return leaseLost
 	}
+	defer b.mu.Unlock()
 	p := b.partitionByID(msg.PartitionID)
 	if p == nil {
 		return leaseLost

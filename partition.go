@@ -261,9 +261,7 @@ func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 		reqs = append(reqs, &pushReq{items: items[lo:hi], results: results[lo:hi], done: make(chan error, 1)})
 		lo = hi
 	}
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
 	for _, r := range reqs {
@@ -320,9 +318,7 @@ func (b *Broker) Fetch(ctx context.Context, queueName, partitionName string, fro
 	if partitionName == "" {
 		partitionName = DefaultPartition
 	}
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
 	q := b.queues[queueName]

@@ -77,9 +77,7 @@ func (b *Broker) GroupPositions(ctx context.Context, group string, parts []Parti
 	name := groupName(group)
 	var out []Position
 	var pids []uint64 // of the positions found; 0 for none
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
 	add := func(q *queue, p *partition, queueName, partName string) {

@@ -568,6 +568,18 @@ func (b *Broker) startErr() error {
 	return b.usable()
 }
 
+// lockUsable locks b.mu and reports why the broker cannot serve a call
+// ([Broker.usable]). On an error it unlocks b.mu again: the caller holds
+// the lock exactly when lockUsable returns nil.
+func (b *Broker) lockUsable() error {
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
 // usable reports why the broker cannot serve a call, under b.mu.
 func (b *Broker) usable() error {
 	if b.closed {

@@ -228,9 +228,7 @@ func (b *Broker) ConfigureQueue(ctx context.Context, name string, cfg QueueConfi
 	if cfg.LeaseTime == 0 {
 		cfg.LeaseTime = DefaultConfiguredLeaseTime
 	}
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
 	q := b.queues[name]

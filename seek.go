@@ -57,9 +57,7 @@ func (b *Broker) SeekPartition(ctx context.Context, group, queue, partition stri
 }
 
 func (b *Broker) seek(ctx context.Context, group, queueName, partName string, opts SeekOptions) (*SeekResult, error) {
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
 	q := b.queues[queueName]

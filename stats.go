@@ -145,11 +145,10 @@ func (b *Broker) ListQueues(ctx context.Context) ([]QueueStats, error) {
 		return nil, err
 	}
 	defer b.leave()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
+	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
+	defer b.mu.Unlock()
 	now := b.now()
 	out := make([]QueueStats, 0, len(b.queues))
 	for _, q := range b.queues {
@@ -171,9 +170,7 @@ func (b *Broker) groupStats(f GroupFilter) ([]GroupStats, error) {
 		return nil, err
 	}
 	defer b.leave()
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
 	now := b.now()
@@ -276,9 +273,7 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 	}
 	defer b.leave()
 	name := groupName(group)
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return 0, err
 	}
 	now := b.now()
@@ -379,9 +374,7 @@ func (b *Broker) SetGroupSubscription(ctx context.Context, group string, from ti
 		return 0, argErr("from", "must be set")
 	}
 	name := groupName(group)
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return 0, err
 	}
 	now := b.now()

@@ -114,9 +114,7 @@ func (b *Broker) RecordTrace(ctx context.Context, ev TraceEvent) (*TraceEvent, e
 	if err != nil {
 		return nil, err
 	}
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
 	// The message may have been deleted (by retention or DeleteMessage)
@@ -187,9 +185,7 @@ func (b *Broker) Traces(ctx context.Context, partitionID, transactionID string) 
 	if transactionID == "" {
 		return out, nil
 	}
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
 	p := b.partitionByID(partitionID)

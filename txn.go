@@ -105,9 +105,7 @@ func (b *Broker) ExecTransaction(ctx context.Context, ops []TxOp) (*TxResult, er
 		return nil, err
 	}
 
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
 	// Pushes are decided before any ack is applied: a refused one aborts
