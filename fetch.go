@@ -263,13 +263,9 @@ func (b *Broker) OffsetForTime(ctx context.Context, queue, partition string, t t
 	if err := checkLabel("partition", partition); err != nil {
 		return TimeOffset{}, err
 	}
-	if err := b.lockUsable(); err != nil {
+	q, err := b.lockKnownQueue(queue)
+	if err != nil {
 		return TimeOffset{}, err
-	}
-	q := b.queues[queue]
-	if q == nil {
-		b.mu.Unlock()
-		return TimeOffset{}, ErrNotFound
 	}
 	p := q.parts[partition]
 	if p == nil || p.deleted {
@@ -287,7 +283,7 @@ func (b *Broker) OffsetForTime(ctx context.Context, queue, partition string, t t
 	if off >= end {
 		return res, nil
 	}
-	err := b.readRange(pid, off, end, 1, func(o int64, m *record.Message) bool {
+	err = b.readRange(pid, off, end, 1, func(o int64, m *record.Message) bool {
 		res.Found, res.Offset, res.At = true, o, time.UnixMicro(m.CreatedAt).UTC()
 		return false
 	})

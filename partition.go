@@ -318,13 +318,9 @@ func (b *Broker) Fetch(ctx context.Context, queueName, partitionName string, fro
 	if partitionName == "" {
 		partitionName = DefaultPartition
 	}
-	if err := b.lockUsable(); err != nil {
+	q, err := b.lockKnownQueue(queueName)
+	if err != nil {
 		return nil, err
-	}
-	q := b.queues[queueName]
-	if q == nil {
-		b.mu.Unlock()
-		return nil, ErrNotFound
 	}
 	p := q.parts[partitionName]
 	if p == nil {
@@ -338,7 +334,7 @@ func (b *Broker) Fetch(ctx context.Context, queueName, partitionName string, fro
 	if start >= end {
 		return res, nil
 	}
-	err := b.readRange(pid, start, end, limit, func(off int64, m *record.Message) bool {
+	err = b.readRange(pid, start, end, limit, func(off int64, m *record.Message) bool {
 		payload, err := b.openPayload(m)
 		if err != nil {
 			payload = nil

@@ -580,6 +580,21 @@ func (b *Broker) lockUsable() error {
 	return nil
 }
 
+// lockKnownQueue locks b.mu and returns the queue called name. On an
+// error ([Broker.usable]'s, or [ErrNotFound] for no such queue) it unlocks
+// b.mu again: the caller holds the lock exactly when the error is nil.
+func (b *Broker) lockKnownQueue(name string) (*queue, error) {
+	if err := b.lockUsable(); err != nil {
+		return nil, err
+	}
+	q := b.queues[name]
+	if q == nil {
+		b.mu.Unlock()
+		return nil, ErrNotFound
+	}
+	return q, nil
+}
+
 // usable reports why the broker cannot serve a call, under b.mu.
 func (b *Broker) usable() error {
 	if b.closed {

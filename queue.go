@@ -282,18 +282,13 @@ func (b *Broker) lockQueue(name string) (q *queue, unlock func(), err error) {
 	if err := b.enter(); err != nil {
 		return nil, nil, err
 	}
-	b.mu.Lock()
+	if q, err = b.lockKnownQueue(name); err != nil {
+		b.leave()
+		return nil, nil, err
+	}
 	unlock = func() {
 		b.mu.Unlock()
 		b.leave()
-	}
-	if err := b.usable(); err != nil {
-		unlock()
-		return nil, nil, err
-	}
-	if q = b.queues[name]; q == nil {
-		unlock()
-		return nil, nil, ErrNotFound
 	}
 	return q, unlock, nil
 }

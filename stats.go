@@ -335,6 +335,15 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 			b.repend(p)
 		}
 	}
+	return b.unlockGroupChange(ctx, found, ops, n)
+}
+
+// unlockGroupChange ends a change of a group's positions made under b.mu,
+// which the caller holds and unlockGroupChange releases: it reports
+// [ErrGroupNotFound] when no queue had the group; else it submits ops
+// (still under b.mu, so that writes keep the order of the changes),
+// releases b.mu, waits for the write and returns n.
+func (b *Broker) unlockGroupChange(ctx context.Context, found bool, ops []command, n int) (int, error) {
 	if !found {
 		b.mu.Unlock()
 		return 0, ErrGroupNotFound
@@ -422,19 +431,5 @@ func (b *Broker) SetGroupSubscription(ctx context.Context, group string, from ti
 			n++
 		}
 	}
-	if !found {
-		b.mu.Unlock()
-		return 0, ErrGroupNotFound
-	}
-	var done <-chan error
-	if len(ops) > 0 {
-		done = b.w.submit(ops)
-	}
-	b.mu.Unlock()
-	if done != nil {
-		if err := waitCtx(ctx, done); err != nil {
-			return 0, err
-		}
-	}
-	return n, nil
+	return b.unlockGroupChange(ctx, found, ops, n)
 }
