@@ -74,19 +74,16 @@ func (s *consumerSet) forget(m *Message) {
 // included. It is called once per failed handling of m.
 func (s *consumerSet) attempt(m *Message) int {
 	s.umu.Lock()
+	defer s.umu.Unlock()
 	if m.DeliveryAttempt == 0 { // not reported: count the failures seen here
 		if s.failures == nil || len(s.failures) >= maxUnused {
 			s.failures = make(map[deliveryKey]int)
 		}
 		k := keyOf(m)
 		s.failures[k]++
-		n := s.failures[k]
-		s.umu.Unlock()
-		return n
+		return s.failures[k]
 	}
-	n := m.DeliveryAttempt - s.unusedN[keyOf(m)]
-	s.umu.Unlock()
-	return max(n, 1)
+	return max(m.DeliveryAttempt-s.unusedN[keyOf(m)], 1)
 }
 
 func (s *consumerSet) add(d drainer) {
