@@ -33,10 +33,6 @@ const (
 	AckPark AckStatus = "park"
 )
 
-// MaxAckItems is the most items one [Broker.AckBatch] call takes (a pop
-// returns at most 10000 messages).
-const MaxAckItems = 10000
-
 // AckItem settles one delivered message.
 type AckItem struct {
 	TransactionID string // required
@@ -188,9 +184,7 @@ func (b *Broker) AckBatch(ctx context.Context, items []AckItem) ([]AckResult, er
 			return nil, argErr("AckItem["+strconv.Itoa(i)+"].Delay", "must not be negative")
 		}
 	}
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
 	results, ops, err := b.applyAcks(items, b.now(), false)

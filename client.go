@@ -296,7 +296,7 @@ func (h runtimeHost) usableErr() error {
 func (h runtimeHost) leaseFor(ctx context.Context, queue string) time.Duration {
 	info, err := h.DescribeQueue(ctx, queue)
 	if err != nil || info.Config.LeaseTime <= 0 {
-		return 60 * time.Second
+		return DefaultLeaseTime
 	}
 	return info.Config.LeaseTime
 }

@@ -243,8 +243,8 @@ func closeCalls() []closeCall {
 			_, err3 := f.b.TraceNames(ctx, 10, 0)
 			return errors.Join(err1, err2, err3)
 		}},
-		{name: "Maintain", methods: []string{"Maintain", "Ping", "SetMaintenanceMode", "MaintenanceMode", "Now", "MaxPayload"}, run: func(ctx context.Context, f *closeFixture) error {
-			_, _, _ = f.b.MaintenanceMode(), f.b.Now(), f.b.MaxPayload()
+		{name: "Maintain", methods: []string{"Maintain", "Ping", "SetMaintenanceMode", "MaintenanceMode", "Now", "PayloadLimit"}, run: func(ctx context.Context, f *closeFixture) error {
+			_, _, _ = f.b.MaintenanceMode(), f.b.Now(), f.b.PayloadLimit()
 			return errors.Join(f.b.Maintain(ctx), f.b.Ping(ctx), f.b.SetMaintenanceMode(ctx, false))
 		}},
 		{name: "Store", methods: []string{"Backup", "StoreReport"}, run: func(ctx context.Context, f *closeFixture) error {
@@ -584,7 +584,7 @@ func TestClose_ConcurrentCloseWaitsForTheFirst(t *testing.T) {
 func TestClose_EveryMethodIsGated(t *testing.T) {
 	t.Parallel()
 	// Methods that return no error touch no storage and need no guard.
-	ungated := map[string]bool{"Admin": true, "Queue": true, "Transaction": true, "Counters": true, "QueueCounters": true, "ParkedPops": true, "Close": true, "Now": true, "MaintenanceMode": true, "MaxPayload": true, "Facts": true}
+	ungated := map[string]bool{"Admin": true, "Queue": true, "Transaction": true, "Counters": true, "QueueCounters": true, "ParkedPops": true, "Close": true, "Now": true, "MaintenanceMode": true, "PayloadLimit": true, "Facts": true}
 	b := queentest.NewBroker(t, nil)
 	pushN(t, b, "q", "", 1)
 	reopen := queen.ShutCallsForTest(b)

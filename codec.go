@@ -48,21 +48,6 @@ func (c JSONCodec) Decode(payload []byte, v any) error {
 	return nil
 }
 
-// DecodeError reports a payload a [Codec] could not decode. Typed handlers
-// park such messages with it (wrapped in a [*ParkError]).
-type DecodeError struct {
-	Type string // the Go type it was decoded into
-	Err  error  // the codec's error
-}
-
-// Error names the type and the codec's error.
-func (e *DecodeError) Error() string {
-	return fmt.Sprintf("queen: cannot decode payload into %s: %v", e.Type, e.Err)
-}
-
-// Unwrap returns the codec's error.
-func (e *DecodeError) Unwrap() error { return e.Err }
-
 // TypedHandler handles a message whose payload was decoded into v.
 type TypedHandler[T any] func(ctx context.Context, msg *Message, v T) error
 

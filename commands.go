@@ -241,11 +241,11 @@ type dropGroupCursor struct{ *cursorHold }
 func (w *writer) dropGroupCursor(key []byte, g *group) dropGroupCursor {
 	h := &cursorHold{w: w, key: key, gone: g}
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.holds == nil {
 		w.holds = make(map[string][]*cursorHold)
 	}
 	w.holds[string(key)] = append(w.holds[string(key)], h)
-	w.mu.Unlock()
 	return dropGroupCursor{h}
 }
 

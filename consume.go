@@ -2,7 +2,6 @@ package queen
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,11 +55,6 @@ type Handler func(ctx context.Context, msg *Message) error
 // BatchHandler handles a whole pop at once: nil accepts every message, an
 // error applies its outcome to every message.
 type BatchHandler func(ctx context.Context, msgs []*Message) error
-
-// ErrConsumerStarted is returned by [Consumer.Start] and
-// [Consumer.Execute] on a consumer that has already run: build another
-// with [QueueBuilder.Consume].
-var ErrConsumerStarted = errors.New("queen: consumer already started")
 
 // Settlement reports what a consume loop did with one message; see
 // [Consumer.OnSettled].

@@ -95,7 +95,7 @@ func (r *run) fetch() {
 			}
 			timeout := req.Timeout
 			if timeout == 0 {
-				timeout = 30 * time.Second
+				timeout = DefaultPopTimeout
 			}
 			req.Timeout = max(min(timeout, left), time.Millisecond)
 		}

@@ -300,9 +300,7 @@ func (b *Broker) deleteLetter(ctx context.Context, kind byte, id string) error {
 		return err
 	}
 	u, _ := uuid.Parse(id)
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return err
 	}
 	q := b.letterQueue(&lr)

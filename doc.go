@@ -140,7 +140,7 @@
 //	names (queue, partition,       255 bytes (MaxNameLen)       refuses   refuses
 //	group, transactionId, labels)
 //	payload                        MaxPayload, less in memory   refuses   refuses (413)
-//	                               ([Broker.MaxPayload])
+//	                               ([Broker.PayloadLimit])
 //	request body                   16 MiB (MaxBodyBytes)        -         refuses (413)
 //	page sizes (Fetch, dead        1000                         clamps    clamps
 //	letters, parked, messages,

@@ -2,61 +2,10 @@ package queen
 
 import (
 	"errors"
-	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 )
-
-// ErrDrainTimeout is matched by a [*DrainError]: stopping a consumer ran
-// out of time with handlers still running.
-var ErrDrainTimeout = errors.New("queen: drain timed out")
-
-// DrainError reports the messages a drain left unsettled when its time ran
-// out. It matches [ErrDrainTimeout] under [errors.Is].
-//
-// When the time runs out the loop gives up: it sends no ack from then on,
-// and running handlers are not killed, but their outcomes are discarded
-// (reported [OutcomeDiscarded]). An AckBatch the loop was already writing
-// is waited for, so the drain returns once it is answered (at once on a
-// [Broker]; within the request's timeout on a remote client). Unsettled
-// then lists exactly the messages left to their leases, which the broker
-// delivers again when their leases end: those whose handlers were still
-// running, the messages of their partitions behind them, accepted
-// messages whose ack was still waiting to be sent (it is not sent), and
-// those whose ack was refused or failed. A message whose ack landed,
-// even after the time ran out, is settled and not listed. Two cases can
-// still differ: a handler that settles its own messages ([QueueBuilder.AutoAck]
-// false, [Consumer.OnSuccess], [Consumer.OnError]) and is still running may
-// settle its message itself, which then does not come back; and an ack
-// whose answer never arrived (a remote client's broken connection) counts
-// as failed, though it may have landed.
-type DrainError struct {
-	// Queue and Group name the loop.
-	Queue string
-	Group string
-	// Unsettled are the messages left to their leases, in the order the
-	// loop took them.
-	Unsettled []*Message
-}
-
-// Error names the queue, the group and (up to ten of) the messages.
-func (e *DrainError) Error() string {
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "queen: drain timed out on queue %q group %q: %d message(s) left unsettled:", e.Queue, e.Group, len(e.Unsettled))
-	for i, m := range e.Unsettled {
-		if i == 10 {
-			fmt.Fprintf(&sb, " and %d more", len(e.Unsettled)-i)
-			break
-		}
-		fmt.Fprintf(&sb, " %s@%d (%s)", m.Partition, m.Offset, m.TransactionID)
-	}
-	return sb.String()
-}
-
-// Is reports whether target is [ErrDrainTimeout].
-func (e *DrainError) Is(target error) bool { return target == ErrDrainTimeout }
 
 // drainer is a running consumer that Close must stop.
 type drainer interface {
@@ -125,19 +74,16 @@ func (s *consumerSet) forget(m *Message) {
 // included. It is called once per failed handling of m.
 func (s *consumerSet) attempt(m *Message) int {
 	s.umu.Lock()
+	defer s.umu.Unlock()
 	if m.DeliveryAttempt == 0 { // not reported: count the failures seen here
 		if s.failures == nil || len(s.failures) >= maxUnused {
 			s.failures = make(map[deliveryKey]int)
 		}
 		k := keyOf(m)
 		s.failures[k]++
-		n := s.failures[k]
-		s.umu.Unlock()
-		return n
+		return s.failures[k]
 	}
-	n := m.DeliveryAttempt - s.unusedN[keyOf(m)]
-	s.umu.Unlock()
-	return max(n, 1)
+	return max(m.DeliveryAttempt-s.unusedN[keyOf(m)], 1)
 }
 
 func (s *consumerSet) add(d drainer) {

@@ -24,7 +24,7 @@ import (
 // taken for a dead one's: a directory whose lock is held is left as it is
 // (Badger then reports the lock), and so is every directory where that
 // lock does not exist (restoreLocksWork false).
-func openAfterKill(bo badger.Options, log *slog.Logger) (*badger.DB, error) {
+func openAfterKill(bo badger.Options, wait func(attempt int), log *slog.Logger) (*badger.DB, error) {
 	if !bo.ReadOnly && restoreLocksWork {
 		removed, err := removeEmptyLogFiles(bo.Dir, bo.ValueDir)
 		for _, f := range removed {
@@ -34,7 +34,7 @@ func openAfterKill(bo badger.Options, log *slog.Logger) (*badger.DB, error) {
 			return nil, err
 		}
 	}
-	return openBadger(bo)
+	return openBadger(bo, wait)
 }
 
 // removeEmptyLogFiles removes the empty .mem and .vlog files of the

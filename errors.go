@@ -3,11 +3,17 @@ package queen
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
-// Sentinel errors returned by the broker. Compare with [errors.Is]; the
-// broker wraps them with context but never returns storage-engine errors
-// directly.
+// The errors a consume handler returns to choose what becomes of its
+// message ([RetryError], [RejectError], [ParkError], [InProgressError])
+// and [PanicError] are declared with the outcomes they stand for, beside
+// their constructors, in outcome.go.
+
+// Sentinel errors returned by the broker and its consumers. Compare with
+// [errors.Is]; the broker wraps them with context but never returns
+// storage-engine errors directly.
 var (
 	// ErrClosed is returned by every method once [Broker.Close] has run, or
 	// after a storage failure left the broker unable to continue.
@@ -115,6 +121,15 @@ var (
 	// ErrDirNotEmpty is returned by [Restore] when the target directory
 	// exists and holds anything: a restore never writes over a store.
 	ErrDirNotEmpty = errors.New("queen: directory not empty")
+
+	// ErrConsumerStarted is returned by [Consumer.Start] and
+	// [Consumer.Execute] on a consumer that has already run: build another
+	// with [QueueBuilder.Consume].
+	ErrConsumerStarted = errors.New("queen: consumer already started")
+
+	// ErrDrainTimeout is matched by a [*DrainError]: stopping a consumer ran
+	// out of time with handlers still running.
+	ErrDrainTimeout = errors.New("queen: drain timed out")
 )
 
 // IncompatibleStoreError names the store format found and the formats
@@ -190,3 +205,63 @@ func (e *TransactionError) Error() string {
 
 // Unwrap returns the cause.
 func (e *TransactionError) Unwrap() []error { return []error{ErrTransactionAborted, e.Err} }
+
+// DrainError reports the messages a drain left unsettled when its time ran
+// out. It matches [ErrDrainTimeout] under [errors.Is].
+//
+// When the time runs out the loop gives up: it sends no ack from then on,
+// and running handlers are not killed, but their outcomes are discarded
+// (reported [OutcomeDiscarded]). An AckBatch the loop was already writing
+// is waited for, so the drain returns once it is answered (at once on a
+// [Broker]; within the request's timeout on a remote client). Unsettled
+// then lists exactly the messages left to their leases, which the broker
+// delivers again when their leases end: those whose handlers were still
+// running, the messages of their partitions behind them, accepted
+// messages whose ack was still waiting to be sent (it is not sent), and
+// those whose ack was refused or failed. A message whose ack landed,
+// even after the time ran out, is settled and not listed. Two cases can
+// still differ: a handler that settles its own messages ([QueueBuilder.AutoAck]
+// false, [Consumer.OnSuccess], [Consumer.OnError]) and is still running may
+// settle its message itself, which then does not come back; and an ack
+// whose answer never arrived (a remote client's broken connection) counts
+// as failed, though it may have landed.
+type DrainError struct {
+	// Queue and Group name the loop.
+	Queue string
+	Group string
+	// Unsettled are the messages left to their leases, in the order the
+	// loop took them.
+	Unsettled []*Message
+}
+
+// Error names the queue, the group and (up to ten of) the messages.
+func (e *DrainError) Error() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "queen: drain timed out on queue %q group %q: %d message(s) left unsettled:", e.Queue, e.Group, len(e.Unsettled))
+	for i, m := range e.Unsettled {
+		if i == 10 {
+			fmt.Fprintf(&sb, " and %d more", len(e.Unsettled)-i)
+			break
+		}
+		fmt.Fprintf(&sb, " %s@%d (%s)", m.Partition, m.Offset, m.TransactionID)
+	}
+	return sb.String()
+}
+
+// Is reports whether target is [ErrDrainTimeout].
+func (e *DrainError) Is(target error) bool { return target == ErrDrainTimeout }
+
+// DecodeError reports a payload a [Codec] could not decode. Typed handlers
+// park such messages with it (wrapped in a [*ParkError]).
+type DecodeError struct {
+	Type string // the Go type it was decoded into
+	Err  error  // the codec's error
+}
+
+// Error names the type and the codec's error.
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("queen: cannot decode payload into %s: %v", e.Type, e.Err)
+}
+
+// Unwrap returns the codec's error.
+func (e *DecodeError) Unwrap() error { return e.Err }

@@ -63,11 +63,10 @@ func holdAt(hook *atomic.Pointer[func()]) (held <-chan struct{}, release func())
 	return at, release
 }
 
-// SetLockWaitForTest replaces what Open does between its tries of a
-// directory whose lock is held; restore puts it back. Only for tests that
-// are not parallel: the hook is the package's.
-func SetLockWaitForTest(f func(attempt int)) (restore func()) {
-	old := lockWait
-	lockWait = f
-	return func() { lockWait = old }
+// WithLockWaitForTest makes f what Open and Inspect, given opts, do between
+// their tries of a directory whose lock is held, and returns opts. The hook
+// is the call's own: tests that set it may run in parallel.
+func WithLockWaitForTest(opts *Options, f func(attempt int)) *Options {
+	opts.lockWait = f
+	return opts
 }

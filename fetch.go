@@ -9,23 +9,6 @@ import (
 	"github.com/queenlite/queen/internal/uuid"
 )
 
-// Limits of [Broker.FetchPartitions] and [Broker.OffsetForTime]'s wire
-// form, as in Queen 2.x. A request above one is an [*ArgumentError].
-const (
-	// MaxFetchPartitions is the most partitions one FetchPartitions call
-	// reads.
-	MaxFetchPartitions = 1024
-	// MaxFetchWait bounds [FetchRequest].MaxWait.
-	MaxFetchWait = 30 * time.Second
-	// DefaultFetchBytes is a partition's byte budget when
-	// [FetchPartition].MaxBytes is zero.
-	DefaultFetchBytes = 1 << 20
-	// MaxFetchBytes bounds [FetchPartition].MaxBytes.
-	MaxFetchBytes = 8 << 20
-	// MaxFetchRecords is the most records one partition gives one call.
-	MaxFetchRecords = 10000
-)
-
 // FetchRequest reads several partitions by offset at once: no group, no
 // lease, no ack (Queen 2.x's POST /api/v1/fetch).
 type FetchRequest struct {
@@ -193,9 +176,7 @@ func (b *Broker) fetchOnce(parts []FetchPartition) ([]PartitionRead, int, bool, 
 	out := make([]PartitionRead, len(parts))
 	spans := make([]span, len(parts))
 	failed := false
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, 0, false, err
 	}
 	for i, fp := range parts {
@@ -282,15 +263,9 @@ func (b *Broker) OffsetForTime(ctx context.Context, queue, partition string, t t
 	if err := checkLabel("partition", partition); err != nil {
 		return TimeOffset{}, err
 	}
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	q, err := b.lockKnownQueue(queue)
+	if err != nil {
 		return TimeOffset{}, err
-	}
-	q := b.queues[queue]
-	if q == nil {
-		b.mu.Unlock()
-		return TimeOffset{}, ErrNotFound
 	}
 	p := q.parts[partition]
 	if p == nil || p.deleted {
@@ -308,7 +283,7 @@ func (b *Broker) OffsetForTime(ctx context.Context, queue, partition string, t t
 	if off >= end {
 		return res, nil
 	}
-	err := b.readRange(pid, off, end, 1, func(o int64, m *record.Message) bool {
+	err = b.readRange(pid, off, end, 1, func(o int64, m *record.Message) bool {
 		res.Found, res.Offset, res.At = true, o, time.UnixMicro(m.CreatedAt).UTC()
 		return false
 	})

@@ -114,11 +114,10 @@ func (b *Broker) StoreReport(ctx context.Context) (*StoreReport, error) {
 	r.Format, r.WrittenBy, r.StoreID = fr.Format, fr.WrittenBy, fr.ID
 	r.LSMBytes, r.ValueLogBytes = b.db.Size()
 	r.DiskBytes = r.LSMBytes + r.ValueLogBytes
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
+	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
+	defer b.mu.Unlock()
 	b.report(r)
 	return r, nil
 }
@@ -146,7 +145,7 @@ func Inspect(ctx context.Context, dir string, opts *Options) (*StoreReport, erro
 	if err != nil {
 		return nil, err
 	}
-	db, err := openBadger(bo.WithReadOnly(true))
+	db, err := openBadger(bo.WithReadOnly(true), o.lockWait)
 	if errors.Is(err, errLockHeld) {
 		return nil, fmt.Errorf("%w: %s is open in a broker", ErrLocked, dir)
 	}

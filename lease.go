@@ -21,24 +21,6 @@ type lease struct {
 	cursors []*cursor
 }
 
-// Limits of a pop, a lease and a renewal. A value above one is refused
-// with an [*ArgumentError] naming the limit; over HTTP, package httpapi
-// clamps batch, partitions and timeout to them instead, as Queen's wire
-// contract says (see Limits in the package documentation).
-const (
-	// MaxBatch is the most messages one pop returns ([PopRequest].Batch).
-	MaxBatch = 10000
-	// MaxPartitions is the most partitions one pop claims
-	// ([PopRequest].Partitions).
-	MaxPartitions = 64
-	// MaxPopTimeout is the longest a waiting pop waits
-	// ([PopRequest].Timeout).
-	MaxPopTimeout = 60 * time.Second
-	// MaxLease is the longest lease: of a pop ([PopRequest].Lease), a
-	// queue ([QueueConfig].LeaseTime) or a renewal ([Broker.RenewLease]).
-	MaxLease = 365 * 24 * time.Hour
-)
-
 // PopRequest says what to pop. The zero value of each field means its
 // default.
 type PopRequest struct {
@@ -239,7 +221,7 @@ func (r *PopRequest) normalize() error {
 		r.Partitions = 1
 	}
 	if r.Timeout == 0 {
-		r.Timeout = 30 * time.Second
+		r.Timeout = DefaultPopTimeout
 	}
 	return nil
 }
@@ -363,9 +345,7 @@ func (b *Broker) popOnce(ctx context.Context, req *PopRequest, ps *popState) (*P
 		return &PopResult{Queue: req.Queue, ConsumerGroup: groupName(req.Group), Conflating: conflating,
 			ConflationConflict: conflict, Autopilot: advice, Messages: []*Message{}}
 	}
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, nil, nil, err
 	}
 	now := b.now()
@@ -911,13 +891,12 @@ func (b *Broker) ExtendLease(ctx context.Context, leaseID string, d time.Duratio
 		return LeaseRenewal{}, argErr("d", "must be at most %v, not %v", MaxLease, d)
 	}
 	if d == 0 {
-		d = 60 * time.Second
+		d = DefaultLeaseTime
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
+	if err := b.lockUsable(); err != nil {
 		return LeaseRenewal{}, err
 	}
+	defer b.mu.Unlock()
 	now := b.now()
 	l := b.leases[leaseID]
 	if l == nil {
@@ -942,7 +921,7 @@ func (b *Broker) leaseTimeOf(queue string) time.Duration {
 	if q := b.queues[queue]; q != nil {
 		return q.leaseTime()
 	}
-	return 60 * time.Second
+	return DefaultLeaseTime
 }
 
 // Lease states of a delivered message, as seen by the loop.
@@ -958,11 +937,10 @@ func (b *Broker) leaseState(msg *Message) int {
 	if msg.LeaseID == "" {
 		return leaseLost
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.usable() != nil {
+	if b.lockUsable() != nil {
 		return leaseLost
 	}
+	defer b.mu.Unlock()
 	p := b.partitionByID(msg.PartitionID)
 	if p == nil {
 		return leaseLost
@@ -1011,7 +989,7 @@ func (b *Broker) discoveryPop(ctx context.Context, req PopRequest) (*PopResult, 
 		return cands[i].name < cands[j].name
 	})
 	if req.Lease == 0 {
-		req.Lease = 60 * time.Second
+		req.Lease = DefaultLeaseTime
 	}
 	req.Wait = false
 	for _, c := range cands {

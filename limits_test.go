@@ -241,13 +241,13 @@ func TestLimits_InMemoryPayloadOverOneMiBIsTooLarge(t *testing.T) {
 	t.Run("default budget", func(t *testing.T) {
 		t.Parallel()
 		b := queentest.NewBroker(t, nil)
-		require.Less(t, b.MaxPayload(), queen.MaxInMemoryPayload)
-		checkInMemoryPayloadLimit(t, b, b.MaxPayload())
+		require.Less(t, b.PayloadLimit(), queen.MaxInMemoryPayload)
+		checkInMemoryPayloadLimit(t, b, b.PayloadLimit())
 	})
 	t.Run("64 MiB budget", func(t *testing.T) {
 		t.Parallel()
 		b := queentest.NewBroker(t, &queen.Options{MemoryBudget: 64 << 20})
-		require.Equal(t, queen.MaxInMemoryPayload, b.MaxPayload())
+		require.Equal(t, queen.MaxInMemoryPayload, b.PayloadLimit())
 		checkInMemoryPayloadLimit(t, b, queen.MaxInMemoryPayload)
 	})
 }
@@ -599,7 +599,7 @@ func TestLimits_DiskSpaceGivenBack(t *testing.T) {
 }
 
 // TestLimits_MaxPayload pins the payload limits docs/limits.md
-// ("Payload size") states: Broker.MaxPayload per memory budget in memory
+// ("Payload size") states: Broker.PayloadLimit per memory budget in memory
 // and on disk, and, in memory, that a payload of exactly that many bytes
 // is stored and one byte more is ErrTooLarge. If a figure changes, change
 // the table in docs/limits.md with it.
@@ -618,7 +618,7 @@ func TestLimits_MaxPayload(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := queentest.NewBroker(t, &queen.Options{MemoryBudget: tc.budget})
-			require.Equal(t, tc.want, b.MaxPayload())
+			require.Equal(t, tc.want, b.PayloadLimit())
 			atLimit := json.RawMessage(`"` + strings.Repeat("x", tc.want-2) + `"`)
 			_, err := b.Push(bg, []queen.PushItem{{Queue: "q", Payload: atLimit}})
 			require.NoError(t, err)
@@ -631,7 +631,7 @@ func TestLimits_MaxPayload(t *testing.T) {
 	t.Run("on disk", func(t *testing.T) {
 		t.Parallel()
 		b := itest.OpenDir(t, t.TempDir(), nil)
-		require.Equal(t, queen.MaxPayload, b.MaxPayload())
+		require.Equal(t, queen.MaxPayload, b.PayloadLimit())
 	})
 }
 

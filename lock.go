@@ -23,15 +23,19 @@ import (
 // ErrLocked, a quarter of a second later.
 const lockRetries = 8
 
-// lockWait waits before retry attempt (0-based); tests replace it.
-var lockWait = func(attempt int) { time.Sleep(time.Millisecond << attempt) }
+// lockWait waits before retry attempt (0-based).
+func lockWait(attempt int) { time.Sleep(time.Millisecond << attempt) }
 
 // openBadger opens bo, retrying while its directory lock is held, and
-// reports a lock still held as errLockHeld.
-func openBadger(bo badger.Options) (*badger.DB, error) {
+// reports a lock still held as errLockHeld. wait, when not nil, replaces
+// lockWait.
+func openBadger(bo badger.Options, wait func(attempt int)) (*badger.DB, error) {
+	if wait == nil {
+		wait = lockWait
+	}
 	db, err := badger.Open(bo)
 	for attempt := 0; attempt < lockRetries && isLockHeld(err); attempt++ {
-		lockWait(attempt)
+		wait(attempt)
 		db, err = badger.Open(bo)
 	}
 	if isLockHeld(err) {

@@ -16,19 +16,19 @@ import (
 
 // TestOpen_LockReleasedWhileRetrying: a directory lock that is let go
 // while Open waits between its tries (as a lock a forked child holds until
-// its exec is) does not fail Open. Not parallel: it sets the package's
-// wait hook.
+// its exec is) does not fail Open.
 func TestOpen_LockReleasedWhileRetrying(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	holder := itest.OpenDir(t, dir, nil)
 	var waits []int
-	defer queen.SetLockWaitForTest(func(attempt int) {
+	opts := queen.WithLockWaitForTest(&queen.Options{}, func(attempt int) {
 		waits = append(waits, attempt)
 		if attempt == 1 {
 			require.NoError(t, holder.Close())
 		}
-	})()
-	b, err := queen.Open(dir, nil)
+	})
+	b, err := queen.Open(dir, opts)
 	require.NoError(t, err)
 	require.NoError(t, b.Close())
 	require.Equal(t, []int{0, 1}, waits, "two waits: the lock was let go during the second")
@@ -37,14 +37,15 @@ func TestOpen_LockReleasedWhileRetrying(t *testing.T) {
 // TestOpen_LockHeldAfterRetries: a lock held throughout is ErrLocked once
 // Open has waited eight times (255 ms), with nothing opened.
 func TestOpen_LockHeldAfterRetries(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	holder := itest.OpenDir(t, dir, nil)
 	waits := 0
-	defer queen.SetLockWaitForTest(func(int) { waits++ })()
-	_, err := queen.Open(dir, nil)
+	opts := queen.WithLockWaitForTest(&queen.Options{}, func(int) { waits++ })
+	_, err := queen.Open(dir, opts)
 	require.ErrorIs(t, err, queen.ErrLocked)
 	require.Equal(t, 8, waits)
-	_, err = queen.Inspect(bg, dir, nil)
+	_, err = queen.Inspect(bg, dir, opts)
 	require.ErrorIs(t, err, queen.ErrLocked)
 	require.NoError(t, holder.Close())
 }

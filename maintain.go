@@ -60,9 +60,7 @@ func (b *Broker) Maintain(ctx context.Context) error {
 		return err
 	}
 	defer b.leave()
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return err
 	}
 	var parts []*partition

@@ -21,9 +21,7 @@ func (b *Broker) SetMaintenanceMode(ctx context.Context, on bool) error {
 		return err
 	}
 	defer b.leave()
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return err
 	}
 	// Set under b.mu, which pops hold while they claim: once this

@@ -276,9 +276,7 @@ func (b *Broker) ListMessages(ctx context.Context, f MessageFilter) (*MessagePag
 		f.Limit = 200
 	}
 	f.Limit = min(f.Limit, 1000)
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
 	now := b.now()
@@ -391,9 +389,7 @@ func (b *Broker) ListMessages(ctx context.Context, f MessageFilter) (*MessagePag
 // locate resolves a message by partition id and transactionId to its
 // partition's snapshot and offset, or [ErrNotFound].
 func (b *Broker) locate(partitionID, txid string) (*partition, partSnap, int64, error) {
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, partSnap{}, 0, err
 	}
 	p := b.partitionByID(partitionID)
@@ -510,9 +506,7 @@ func (b *Broker) DeleteMessage(ctx context.Context, partitionID, transactionID s
 			}
 		}
 	}
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return err
 	}
 	if p.deleted || off < p.first || !p.addHole(off) { // gone meanwhile

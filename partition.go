@@ -105,13 +105,6 @@ func (b *Broker) partitionFor(q *queue, name string) (*partition, bool) {
 	return p, true
 }
 
-// MaxPushItems is the most items one [Broker.Push] call takes, as a pop
-// returns at most [MaxBatch] messages and an ack batch takes at most
-// [MaxAckItems]. A longer push is refused whole with [ErrTooLarge]; over
-// HTTP it is a 413. The cap bounds the memory one push takes (its items,
-// results, storage writes and reply) whatever their size.
-const MaxPushItems = 10000
-
 // PushItem is one message to push.
 type PushItem struct {
 	// Queue is required. A push to an unknown queue creates it, with a 60 s
@@ -126,7 +119,7 @@ type PushItem struct {
 	// Payload is any JSON value, stored byte for byte. Empty means null.
 	// A broker opened with [Open] stores payloads of up to [MaxPayload]
 	// bytes on disk and, in memory, a limit that depends on
-	// Options.MemoryBudget (see [Broker.MaxPayload]); a longer one is
+	// Options.MemoryBudget (see [Broker.PayloadLimit]); a longer one is
 	// refused with [ErrTooLarge] before anything is written.
 	Payload json.RawMessage
 	// TraceID is an optional caller-chosen trace id.
@@ -194,26 +187,6 @@ func (it *PushItem) normalize(i int) error {
 	return nil
 }
 
-// Payload limits. Badger refuses any value longer than its value-log file
-// (64 MiB as [Open] configures it) and, in memory, where there is no value
-// log, any value longer than its value threshold (at most 1 MiB) or than
-// one batch (15 % of the memtable, which Options.MemoryBudget sizes). A stored message
-// is its payload plus a header, and its dead-letter or parked copy adds
-// the error text and names (at most a few tens of KiB, JSON-escaped), so
-// both limits keep 64 KiB of room. A broker on a database opened by the
-// caller ([OpenDB]) derives the same limits from that database's options.
-// The HTTP API caps request bodies below these (16 MiB by default).
-const (
-	// MaxPayload is the largest payload a broker stores on disk.
-	MaxPayload = 64<<20 - payloadRoom
-	// MaxInMemoryPayload is the largest payload an in-memory broker stores
-	// with an Options.MemoryBudget of 64 MiB or more; smaller budgets
-	// store less (see [Broker.MaxPayload]).
-	MaxInMemoryPayload = 1<<20 - payloadRoom
-
-	payloadRoom = 64 << 10
-)
-
 // payloadLimit is the largest payload db stores.
 func payloadLimit(db *badger.DB) int {
 	o := db.Opts()
@@ -227,11 +200,11 @@ func payloadLimit(db *badger.DB) int {
 	return int(max(limit-payloadRoom, 0))
 }
 
-// MaxPayload returns the largest payload, in bytes, this broker stores
+// PayloadLimit returns the largest payload, in bytes, this broker stores
 // (see [PushItem]): [MaxPayload] on disk; in memory, [MaxInMemoryPayload]
 // with an Options.MemoryBudget of 64 MiB or more, less with a smaller one
 // (91,750 bytes at [DefaultInMemoryBudget]).
-func (b *Broker) MaxPayload() int { return b.maxPayload }
+func (b *Broker) PayloadLimit() int { return b.maxPayload }
 
 // checkPushItem validates and normalizes item i of a push or transaction:
 // names, JSON payload, and payload size ([ErrTooLarge]).
@@ -288,9 +261,7 @@ func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 		reqs = append(reqs, &pushReq{items: items[lo:hi], results: results[lo:hi], done: make(chan error, 1)})
 		lo = hi
 	}
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
 	for _, r := range reqs {
@@ -347,15 +318,9 @@ func (b *Broker) Fetch(ctx context.Context, queueName, partitionName string, fro
 	if partitionName == "" {
 		partitionName = DefaultPartition
 	}
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	q, err := b.lockKnownQueue(queueName)
+	if err != nil {
 		return nil, err
-	}
-	q := b.queues[queueName]
-	if q == nil {
-		b.mu.Unlock()
-		return nil, ErrNotFound
 	}
 	p := q.parts[partitionName]
 	if p == nil {
@@ -369,7 +334,7 @@ func (b *Broker) Fetch(ctx context.Context, queueName, partitionName string, fro
 	if start >= end {
 		return res, nil
 	}
-	err := b.readRange(pid, start, end, limit, func(off int64, m *record.Message) bool {
+	err = b.readRange(pid, start, end, limit, func(off int64, m *record.Message) bool {
 		payload, err := b.openPayload(m)
 		if err != nil {
 			payload = nil

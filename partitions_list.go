@@ -6,14 +6,6 @@ import (
 	"strings"
 )
 
-// Bounds of a [PartitionFilter]'s Limit.
-const (
-	// DefaultPartitionPage is the page size of a filter that sets none.
-	DefaultPartitionPage = 100
-	// MaxPartitionPage is the largest page [Broker.ListPartitions] returns.
-	MaxPartitionPage = 1000
-)
-
 // PartitionFilter selects a page of a queue's partitions for
 // [Broker.ListPartitions].
 type PartitionFilter struct {

@@ -10,15 +10,6 @@ import (
 	"github.com/queenlite/queen/internal/keys"
 )
 
-// Limits of positions, as in Queen 2.x.
-const (
-	// MaxPositionMetadata is the most bytes of [Position].Metadata.
-	MaxPositionMetadata = 4096
-	// MaxPositionReads is the most partitions one [Broker.GroupPositions]
-	// call names.
-	MaxPositionReads = 65536
-)
-
 // NoOffset is [Position].Offset where a group has no position.
 const NoOffset = -1
 
@@ -86,9 +77,7 @@ func (b *Broker) GroupPositions(ctx context.Context, group string, parts []Parti
 	name := groupName(group)
 	var out []Position
 	var pids []uint64 // of the positions found; 0 for none
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
 	add := func(q *queue, p *partition, queueName, partName string) {

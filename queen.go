@@ -69,13 +69,6 @@ func (d Durability) String() string {
 	return fmt.Sprintf("Durability(%d)", int(d))
 }
 
-// Bounds and default of [Options.AckSyncDelay].
-const (
-	MinAckSyncDelay     = time.Millisecond
-	MaxAckSyncDelay     = 10 * time.Second
-	DefaultAckSyncDelay = 100 * time.Millisecond
-)
-
 // SubscriptionMode says where a new consumer group starts reading.
 type SubscriptionMode string
 
@@ -95,10 +88,6 @@ const QueueModeGroup = "__QUEUE_MODE__"
 
 // DefaultPartition is the partition a push uses when it names none.
 const DefaultPartition = "Default"
-
-// MaxNameLen is the longest queue, partition, group, namespace, task or
-// transactionId, in bytes.
-const MaxNameLen = 255
 
 // Clock tells the broker the time: the "now" of leases, retry delays,
 // delayed processing, window buffers, retention and message timestamps.
@@ -193,7 +182,7 @@ type Options struct {
 	// and its table sizes are derived from it (tables are uncompressed and
 	// read from their mapped files: there is no block cache), and so are
 	// the largest storage transaction and, in memory, the largest payload
-	// (see [Broker.MaxPayload]). It bounds the engine, not the process:
+	// (see [Broker.PayloadLimit]). It bounds the engine, not the process:
 	// the broker's own state (queues, partitions, leases, parked pops) and
 	// the Go runtime's garbage-collection headroom (GOGC) come on top, so
 	// with GOGC=100 a busy process may reach about twice the budget. On
@@ -206,28 +195,12 @@ type Options struct {
 	// [MinMemoryBudget] and [MaxMemoryBudget]. Ignored by [OpenDB], whose
 	// caller sized the database.
 	MemoryBudget int64
-}
 
-// Memory budgets (see Options.MemoryBudget).
-const (
-	// DefaultMemoryBudget is a broker's budget on disk: 8 MiB memtables,
-	// one queued for flushing, and no block cache; a peak RSS near
-	// 210 MiB pushing and draining 300,000 messages of 256 B, about 60 MiB
-	// of it anonymous and the rest pages of Badger's memory-mapped files
-	// (see docs/memory.md). Sized for a broker embedded in a larger process.
-	DefaultMemoryBudget = 64 << 20
-	// DefaultInMemoryBudget is the budget of an in-memory broker (tests):
-	// a 1 MiB memtable, about 1.4 MiB of heap per idle broker. Payloads
-	// are then limited to 91,750 bytes (see [Broker.MaxPayload]); a budget
-	// of 64 MiB or more stores up to [MaxInMemoryPayload].
-	DefaultInMemoryBudget = 8 << 20
-	// MinMemoryBudget is the smallest budget Open accepts.
-	MinMemoryBudget = 8 << 20
-	// MaxMemoryBudget is the largest budget Open accepts. Memtables stop
-	// growing at 1 GiB (four of 64 MiB, five, Badger's default, from
-	// about 1.3 GiB); larger budgets change nothing more.
-	MaxMemoryBudget = 1 << 40
-)
+	// lockWait, when set, is what Open and Inspect do between their tries
+	// of a directory whose lock is held, instead of sleeping (tests set it
+	// with WithLockWaitForTest).
+	lockWait func(attempt int)
+}
 
 func (o *Options) withDefaults() (Options, error) {
 	var out Options
@@ -357,7 +330,7 @@ func Open(dir string, opts *Options) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := openAfterKill(bo, o.Logger)
+	db, err := openAfterKill(bo, o.lockWait, o.Logger)
 	if errors.Is(err, errLockHeld) {
 		return nil, fmt.Errorf("%w: %s is open in another broker", ErrLocked, dir)
 	}
@@ -593,6 +566,33 @@ func (b *Broker) startErr() error {
 		return ErrClosed
 	}
 	return b.usable()
+}
+
+// lockUsable locks b.mu and reports why the broker cannot serve a call
+// ([Broker.usable]). On an error it unlocks b.mu again: the caller holds
+// the lock exactly when lockUsable returns nil.
+func (b *Broker) lockUsable() error {
+	b.mu.Lock()
+	if err := b.usable(); err != nil {
+		b.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// lockKnownQueue locks b.mu and returns the queue called name. On an
+// error ([Broker.usable]'s, or [ErrNotFound] for no such queue) it unlocks
+// b.mu again: the caller holds the lock exactly when the error is nil.
+func (b *Broker) lockKnownQueue(name string) (*queue, error) {
+	if err := b.lockUsable(); err != nil {
+		return nil, err
+	}
+	q := b.queues[name]
+	if q == nil {
+		b.mu.Unlock()
+		return nil, ErrNotFound
+	}
+	return q, nil
 }
 
 // usable reports why the broker cannot serve a call, under b.mu.

@@ -204,7 +204,7 @@ func TestMemoryBudget_SmallestBudgetStoresLargeWrites(t *testing.T) {
 			}
 			// Over the value threshold on disk (into the value log), and
 			// the largest payload in memory.
-			large := min(b.MaxPayload(), 100<<10)
+			large := min(b.PayloadLimit(), 100<<10)
 			big := json.RawMessage(`"` + strings.Repeat("L", large-2) + `"`)
 			_, err = b.Transaction().Push(queen.PushItem{Queue: "large", Payload: big}).Commit(bg)
 			require.NoError(t, err)

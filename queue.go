@@ -73,7 +73,7 @@ type QueueConfig struct {
 // [Broker.ConfigureQueue] with nothing set.
 func DefaultQueueConfig() QueueConfig {
 	return QueueConfig{
-		LeaseTime:  300 * time.Second,
+		LeaseTime:  DefaultConfiguredLeaseTime,
 		RetryLimit: 3,
 		RetryDelay: time.Second,
 		TTL:        3600 * time.Second,
@@ -83,7 +83,7 @@ func DefaultQueueConfig() QueueConfig {
 // pushCreatedConfig is the configuration of a queue created by a push.
 func pushCreatedConfig(name string) QueueConfig {
 	c := DefaultQueueConfig()
-	c.LeaseTime = 60 * time.Second
+	c.LeaseTime = DefaultLeaseTime
 	c.Namespace, c.Task, _ = strings.Cut(name, ".")
 	return c
 }
@@ -182,7 +182,7 @@ func (q *queue) info() *QueueInfo {
 
 func (q *queue) leaseTime() time.Duration {
 	if q.cfg.LeaseTime <= 0 {
-		return 60 * time.Second
+		return DefaultLeaseTime
 	}
 	return q.cfg.LeaseTime
 }
@@ -226,11 +226,9 @@ func (b *Broker) ConfigureQueue(ctx context.Context, name string, cfg QueueConfi
 		return nil, err
 	}
 	if cfg.LeaseTime == 0 {
-		cfg.LeaseTime = 300 * time.Second
+		cfg.LeaseTime = DefaultConfiguredLeaseTime
 	}
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
 	q := b.queues[name]
@@ -284,18 +282,13 @@ func (b *Broker) lockQueue(name string) (q *queue, unlock func(), err error) {
 	if err := b.enter(); err != nil {
 		return nil, nil, err
 	}
-	b.mu.Lock()
+	if q, err = b.lockKnownQueue(name); err != nil {
+		b.leave()
+		return nil, nil, err
+	}
 	unlock = func() {
 		b.mu.Unlock()
 		b.leave()
-	}
-	if err := b.usable(); err != nil {
-		unlock()
-		return nil, nil, err
-	}
-	if q = b.queues[name]; q == nil {
-		unlock()
-		return nil, nil, ErrNotFound
 	}
 	return q, unlock, nil
 }

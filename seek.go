@@ -57,15 +57,9 @@ func (b *Broker) SeekPartition(ctx context.Context, group, queue, partition stri
 }
 
 func (b *Broker) seek(ctx context.Context, group, queueName, partName string, opts SeekOptions) (*SeekResult, error) {
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	q, err := b.lockKnownQueue(queueName)
+	if err != nil {
 		return nil, err
-	}
-	q := b.queues[queueName]
-	if q == nil {
-		b.mu.Unlock()
-		return nil, ErrNotFound
 	}
 	parts := q.parts
 	if partName != "" {

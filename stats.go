@@ -145,11 +145,10 @@ func (b *Broker) ListQueues(ctx context.Context) ([]QueueStats, error) {
 		return nil, err
 	}
 	defer b.leave()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if err := b.usable(); err != nil {
+	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
+	defer b.mu.Unlock()
 	now := b.now()
 	out := make([]QueueStats, 0, len(b.queues))
 	for _, q := range b.queues {
@@ -171,9 +170,7 @@ func (b *Broker) groupStats(f GroupFilter) ([]GroupStats, error) {
 		return nil, err
 	}
 	defer b.leave()
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
 	now := b.now()
@@ -276,9 +273,7 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 	}
 	defer b.leave()
 	name := groupName(group)
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return 0, err
 	}
 	now := b.now()
@@ -340,6 +335,15 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 			b.repend(p)
 		}
 	}
+	return b.unlockGroupChange(ctx, found, ops, n)
+}
+
+// unlockGroupChange ends a change of a group's positions made under b.mu,
+// which the caller holds and unlockGroupChange releases: it reports
+// [ErrGroupNotFound] when no queue had the group; else it submits ops
+// (still under b.mu, so that writes keep the order of the changes),
+// releases b.mu, waits for the write and returns n.
+func (b *Broker) unlockGroupChange(ctx context.Context, found bool, ops []command, n int) (int, error) {
 	if !found {
 		b.mu.Unlock()
 		return 0, ErrGroupNotFound
@@ -379,9 +383,7 @@ func (b *Broker) SetGroupSubscription(ctx context.Context, group string, from ti
 		return 0, argErr("from", "must be set")
 	}
 	name := groupName(group)
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return 0, err
 	}
 	now := b.now()
@@ -429,19 +431,5 @@ func (b *Broker) SetGroupSubscription(ctx context.Context, group string, from ti
 			n++
 		}
 	}
-	if !found {
-		b.mu.Unlock()
-		return 0, ErrGroupNotFound
-	}
-	var done <-chan error
-	if len(ops) > 0 {
-		done = b.w.submit(ops)
-	}
-	b.mu.Unlock()
-	if done != nil {
-		if err := waitCtx(ctx, done); err != nil {
-			return 0, err
-		}
-	}
-	return n, nil
+	return b.unlockGroupChange(ctx, found, ops, n)
 }

@@ -58,9 +58,7 @@ func (b *Broker) DeleteQueue(ctx context.Context, name string) (existed bool, er
 // metadata, leaving a tombstone for the sweep. A nil key means there was
 // no such queue.
 func (b *Broker) unlinkQueue(ctx context.Context, name string) ([]byte, tombstone, error) {
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, tombstone{}, err
 	}
 	q := b.queues[name]

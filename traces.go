@@ -114,9 +114,7 @@ func (b *Broker) RecordTrace(ctx context.Context, ev TraceEvent) (*TraceEvent, e
 	if err != nil {
 		return nil, err
 	}
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
 	// The message may have been deleted (by retention or DeleteMessage)
@@ -187,9 +185,7 @@ func (b *Broker) Traces(ctx context.Context, partitionID, transactionID string) 
 	if transactionID == "" {
 		return out, nil
 	}
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
 	p := b.partitionByID(partitionID)
@@ -222,6 +218,19 @@ func hasName(names []string, name string) bool {
 	return false
 }
 
+// tracePage checks the limit and offset of a page of traces, and returns
+// the limit: def when zero, at most 1000. A closed broker is
+// [ErrClosed].
+func (b *Broker) tracePage(limit, offset, def int) (int, error) {
+	if limit < 0 || offset < 0 {
+		return 0, argErr("limit", "limit and offset must not be negative")
+	}
+	if limit == 0 {
+		limit = def
+	}
+	return min(limit, 1000), b.closedErr()
+}
+
 // TracesByName returns the trace events filed under name, newest first,
 // with the payload of each event's message. limit defaults to 100 and is
 // capped at 1000.
@@ -230,14 +239,8 @@ func (b *Broker) TracesByName(ctx context.Context, name string, limit, offset in
 		return nil, err
 	}
 	defer b.leave()
-	if limit < 0 || offset < 0 {
-		return nil, argErr("limit", "limit and offset must not be negative")
-	}
-	if limit == 0 {
-		limit = 100
-	}
-	limit = min(limit, 1000)
-	if err := b.closedErr(); err != nil {
+	limit, err := b.tracePage(limit, offset, 100)
+	if err != nil {
 		return nil, err
 	}
 	type hit struct {
@@ -245,7 +248,7 @@ func (b *Broker) TracesByName(ctx context.Context, name string, limit, offset in
 		ev  TraceEvent
 	}
 	var hits []hit
-	err := b.scanTraces(ctx, []byte{keys.Trace}, func(pid uint64, txid string, id uuid.UUID, tr *traceRecord) {
+	err = b.scanTraces(ctx, []byte{keys.Trace}, func(pid uint64, txid string, id uuid.UUID, tr *traceRecord) {
 		if hasName(tr.Names, name) {
 			hits = append(hits, hit{pid, tr.event(id, txid)})
 		}
@@ -291,14 +294,8 @@ func (b *Broker) TraceNames(ctx context.Context, limit, offset int) (*TraceNameP
 		return nil, err
 	}
 	defer b.leave()
-	if limit < 0 || offset < 0 {
-		return nil, argErr("limit", "limit and offset must not be negative")
-	}
-	if limit == 0 {
-		limit = 50
-	}
-	limit = min(limit, 1000)
-	if err := b.closedErr(); err != nil {
+	limit, err := b.tracePage(limit, offset, 50)
+	if err != nil {
 		return nil, err
 	}
 	type agg struct {
@@ -306,7 +303,7 @@ func (b *Broker) TraceNames(ctx context.Context, limit, offset int) (*TraceNameP
 		msgs map[string]bool
 	}
 	byName := make(map[string]*agg)
-	err := b.scanTraces(ctx, []byte{keys.Trace}, func(pid uint64, txid string, id uuid.UUID, tr *traceRecord) {
+	err = b.scanTraces(ctx, []byte{keys.Trace}, func(pid uint64, txid string, id uuid.UUID, tr *traceRecord) {
 		msg := strconv.FormatUint(pid, 10) + "/" + txid
 		at := time.UnixMicro(tr.At).UTC()
 		for _, n := range tr.Names {

@@ -10,12 +10,6 @@ import (
 	"github.com/queenlite/queen/internal/uuid"
 )
 
-// MaxTxOps is the most operations one [Broker.ExecTransaction] call takes,
-// as [MaxPushItems] bounds a push. A longer transaction is refused whole
-// with [ErrTooLarge]; over HTTP it is a 413. A smaller one may still be
-// too large for one storage transaction (see [ErrTooLarge]).
-const MaxTxOps = 10000
-
 // TxOp is one operation of a transaction: exactly one of Ack, Push and
 // Position.
 type TxOp struct {
@@ -111,9 +105,7 @@ func (b *Broker) ExecTransaction(ctx context.Context, ops []TxOp) (*TxResult, er
 		return nil, err
 	}
 
-	b.mu.Lock()
-	if err := b.usable(); err != nil {
-		b.mu.Unlock()
+	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
 	// Pushes are decided before any ack is applied: a refused one aborts

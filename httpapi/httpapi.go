@@ -400,7 +400,7 @@ func New(c queen.Client, opts *Options) http.Handler {
 		h.maxBody = defaultMaxBody
 	}
 	if h.timeout <= 0 {
-		h.timeout = 30 * time.Second
+		h.timeout = queen.DefaultPopTimeout
 	}
 	h.timeout = min(h.timeout, maxTimeout)
 	if h.batch <= 0 {

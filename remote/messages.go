@@ -333,7 +333,7 @@ func popQuery(req *queen.PopRequest) (string, url.Values, error) {
 // waitOf is how long the server may hold a waiting pop.
 func waitOf(req *queen.PopRequest) time.Duration {
 	if req.Timeout == 0 {
-		return 30 * time.Second
+		return queen.DefaultPopTimeout
 	}
 	return max(req.Timeout, time.Millisecond)
 }
@@ -649,7 +649,7 @@ func (c *Client) RenewLease(ctx context.Context, leaseID string, d time.Duration
 		return time.Time{}, queen.ErrNotFound
 	}
 	if d == 0 {
-		d = 60 * time.Second
+		d = queen.DefaultLeaseTime
 	}
 	secs := int64((d + time.Second - 1) / time.Second)
 	var out leaseAnswer
@@ -686,7 +686,7 @@ func (c *Client) Renew(ctx context.Context, msg *queen.Message) (time.Time, erro
 	if msg == nil || msg.LeaseID == "" {
 		return time.Time{}, &queen.ArgumentError{Field: "msg", Reason: "has no lease"}
 	}
-	d := 60 * time.Second
+	d := queen.DefaultLeaseTime
 	if info, err := c.DescribeQueue(ctx, msg.Queue); err == nil && info.Config.LeaseTime > 0 {
 		d = info.Config.LeaseTime
 	} else if err != nil && !isNotFound(err) {
