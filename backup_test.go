@@ -128,7 +128,7 @@ func observe(t *testing.T, b *queen.Broker, queues ...string) map[string]string 
 			}
 		}
 	}
-	gs, err := b.ListGroups(bg, "")
+	gs, err := b.ListGroups(bg, queen.GroupFilter{})
 	require.NoError(t, err)
 	for _, g := range gs {
 		if want[g.Queue] {

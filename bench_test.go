@@ -210,7 +210,7 @@ func BenchmarkBroker_PopAck(b *testing.B) {
 				if settled != calls*batch {
 					b.Fatalf("settled %d of %d", settled, calls*batch)
 				}
-				gs, err := br.ListGroups(ctx, "g")
+				gs, err := br.ListGroups(ctx, queen.GroupFilter{Group: "g"})
 				if err != nil || len(gs) != 1 || gs[0].Lag != 0 || gs[0].Consumed != int64(settled+v.idle) {
 					b.Fatalf("group after the loop: %+v %v", gs, err)
 				}

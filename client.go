@@ -94,8 +94,9 @@ type Client interface {
 	QueueStats(ctx context.Context, name string) (*QueueStats, error)
 	// ListQueues describes every queue; see [Broker.ListQueues].
 	ListQueues(ctx context.Context) ([]QueueStats, error)
-	// ListGroups describes consumer groups; see [Broker.ListGroups].
-	ListGroups(ctx context.Context, group string) ([]GroupStats, error)
+	// ListGroups describes the consumer groups f selects; see
+	// [Broker.ListGroups].
+	ListGroups(ctx context.Context, f GroupFilter) ([]GroupStats, error)
 	// DeleteGroup removes a group's cursors; see [Broker.DeleteGroup].
 	DeleteGroup(ctx context.Context, group, queue string, deleteMetadata bool) (int, error)
 	// SetGroupSubscription moves a group's start point; see

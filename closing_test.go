@@ -202,7 +202,7 @@ func closeCalls() []closeCall {
 			_ = f.b.ParkedPops()
 			_, err1 := f.b.QueueStats(ctx, "q")
 			_, err2 := f.b.ListQueues(ctx)
-			_, err3 := f.b.ListGroups(ctx, "")
+			_, err3 := f.b.ListGroups(ctx, queen.GroupFilter{})
 			_, err4 := f.b.DescribeQueue(ctx, "q")
 			return errors.Join(err1, err2, err3, err4)
 		}},
@@ -252,10 +252,10 @@ func closeCalls() []closeCall {
 			_, err2 := f.b.StoreReport(ctx)
 			return errors.Join(err, err2)
 		}},
-		{name: "Console", methods: []string{"ListPartitions", "FindGroups", "Facts"}, run: func(ctx context.Context, f *closeFixture) error {
+		{name: "Console", methods: []string{"ListPartitions", "Facts"}, run: func(ctx context.Context, f *closeFixture) error {
 			_ = f.b.Facts()
 			_, err1 := f.b.ListPartitions(ctx, "q", queen.PartitionFilter{Limit: 10})
-			_, err2 := f.b.FindGroups(ctx, queen.GroupFilter{Queue: "q", MaxProbes: 10})
+			_, err2 := f.b.ListGroups(ctx, queen.GroupFilter{Queue: "q", MaxProbes: 10})
 			return errors.Join(err1, err2)
 		}},
 		{name: "Admin", methods: []string{"Admin"}, run: func(ctx context.Context, f *closeFixture) error {

@@ -174,7 +174,7 @@ func checkFixture(t *testing.T, b *queen.Broker) {
 	require.Equal(t, "o-us-1", parked.Letters[0].TransactionID)
 	require.Equal(t, int64(1), parked.Letters[0].Offset)
 
-	groups, err := b.ListGroups(bg, "billing")
+	groups, err := b.ListGroups(bg, queen.GroupFilter{Group: "billing"})
 	require.NoError(t, err)
 	require.Len(t, groups, 1)
 	require.Equal(t, int64(8), groups[0].Lag, "billing completed two of the ten orders")

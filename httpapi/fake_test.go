@@ -77,7 +77,7 @@ func (f failing) QueueStats(context.Context, string) (*queen.QueueStats, error) 
 	return nil, f.err
 }
 func (f failing) ListQueues(context.Context) ([]queen.QueueStats, error) { return nil, f.err }
-func (f failing) ListGroups(context.Context, string) ([]queen.GroupStats, error) {
+func (f failing) ListGroups(context.Context, queen.GroupFilter) ([]queen.GroupStats, error) {
 	return nil, f.err
 }
 func (f failing) DeleteGroup(context.Context, string, string, bool) (int, error) { return 0, f.err }

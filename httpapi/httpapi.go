@@ -135,7 +135,7 @@ type Broker interface {
 
 	QueueStats(ctx context.Context, name string) (*queen.QueueStats, error)
 	ListQueues(ctx context.Context) ([]queen.QueueStats, error)
-	ListGroups(ctx context.Context, group string) ([]queen.GroupStats, error)
+	ListGroups(ctx context.Context, f queen.GroupFilter) ([]queen.GroupStats, error)
 	DeleteGroup(ctx context.Context, group, queue string, deleteMetadata bool) (int, error)
 	SetGroupSubscription(ctx context.Context, group string, from time.Time) (int, error)
 	SeekGroup(ctx context.Context, group, queue string, opts queen.SeekOptions) (*queen.SeekResult, error)

@@ -120,7 +120,7 @@ func (h *handler) prometheus(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	groups, err := h.b.ListGroups(r.Context(), "")
+	groups, err := h.b.ListGroups(r.Context(), queen.GroupFilter{})
 	if err != nil {
 		h.writeError(w, r, err)
 		return

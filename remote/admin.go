@@ -286,7 +286,7 @@ func (c *Client) ListQueues(ctx context.Context) ([]queen.QueueStats, error) {
 // groupsByQueue names the consumer groups of every queue, sorted, from
 // the group listing: Queen's server names none in its queue answers.
 func (c *Client) groupsByQueue(ctx context.Context) (map[string][]string, error) {
-	gs, err := c.ListGroups(ctx, "")
+	gs, err := c.ListGroups(ctx, queen.GroupFilter{})
 	if err != nil {
 		return nil, err
 	}
@@ -461,15 +461,19 @@ func (c *Client) SeekPartition(ctx context.Context, group, queue, partition stri
 	return res, nil
 }
 
-// ListGroups describes consumer groups (only group when not empty), as
+// ListGroups describes the consumer groups f selects, as
 // [queen.Broker.ListGroups], without Consumed, LastAckAt and
-// OldestPendingAt. Queen's server does not send a group's subscription
+// OldestPendingAt (so f.MaxProbes, which bounds the reads that find
+// OldestPendingAt, changes nothing but must not be negative). Queen's server does not send a group's subscription
 // mode, start time, join time, lag in messages, in-flight messages or live
 // leases: Mode is "", From and JoinedAt are zero, and Lag, InFlight and
 // ActiveLeases are 0 there, which says nothing about the group (read
 // PartitionsWithLag, which it does send). Partitions counts the cursors
 // it has.
-func (c *Client) ListGroups(ctx context.Context, group string) ([]queen.GroupStats, error) {
+func (c *Client) ListGroups(ctx context.Context, f queen.GroupFilter) ([]queen.GroupStats, error) {
+	if f.MaxProbes < 0 {
+		return nil, &queen.ArgumentError{Field: "MaxProbes", Reason: "must not be negative"}
+	}
 	var out []struct {
 		Name                  string  `json:"name"`
 		QueueName             string  `json:"queueName"`
@@ -499,7 +503,7 @@ func (c *Client) ListGroups(ctx context.Context, group string) ([]queen.GroupSta
 		return nil, &TransportError{Op: r.op, URL: c.redacted(r), Err: fmt.Errorf("answer 200 is not a list of groups: %w", err)}
 	}
 	for _, g := range out {
-		if group != "" && g.Name != group {
+		if (f.Group != "" && g.Name != f.Group) || (f.Queue != "" && g.QueueName != f.Queue) {
 			continue
 		}
 		s := queen.GroupStats{Queue: g.QueueName, Group: g.Name, Mode: queen.SubscriptionMode(str(g.SubscriptionMode)),

@@ -151,7 +151,7 @@ func RegisterMetrics(b *queen.Broker, opts *MetricsOptions) (metric.Registration
 		if err != nil {
 			return fmt.Errorf("queenotel: list queues: %w", err)
 		}
-		groups, err := b.ListGroups(ctx, "")
+		groups, err := b.ListGroups(ctx, queen.GroupFilter{})
 		if err != nil {
 			return fmt.Errorf("queenotel: list groups: %w", err)
 		}

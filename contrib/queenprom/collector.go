@@ -223,7 +223,7 @@ func (c *Collector) collectStats(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(c.queues, fmt.Errorf("queenprom: list queues: %w", err))
 		return
 	}
-	groups, err := c.b.ListGroups(ctx, "")
+	groups, err := c.b.ListGroups(ctx, queen.GroupFilter{})
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.perGroup[0].desc, fmt.Errorf("queenprom: list groups: %w", err))
 		return

@@ -889,7 +889,7 @@ func testFetch(e *env) {
 	require.ErrorIs(t, err, queen.ErrNotFound)
 	_, err = e.c.Fetch(e.ctx, "nothing", "Default", 0, 10)
 	require.ErrorIs(t, err, queen.ErrNotFound)
-	groups, err := e.c.ListGroups(e.ctx, "")
+	groups, err := e.c.ListGroups(e.ctx, queen.GroupFilter{})
 	require.NoError(t, err)
 	require.Empty(t, groups, "a read by offset makes no group")
 }
@@ -1029,7 +1029,7 @@ func testGroups(e *env) {
 	require.Len(t, msgs, 1)
 	require.Equal(t, "billing", msgs[0].ConsumerGroup)
 	e.ackAll(msgs)
-	gs, err := e.c.ListGroups(e.ctx, "billing")
+	gs, err := e.c.ListGroups(e.ctx, queen.GroupFilter{Group: "billing"})
 	require.NoError(t, err)
 	require.Len(t, gs, 1)
 	require.Equal(t, "g", gs[0].Queue)

@@ -306,7 +306,7 @@ func configEqual(a, b queen.QueueConfig) bool {
 
 // checkGroups compares ListGroups with the model.
 func (m *seqModel) checkGroups() {
-	gs, err := m.b.ListGroups(mctx, "")
+	gs, err := m.b.ListGroups(mctx, queen.GroupFilter{})
 	if err != nil {
 		m.failf("listgroups.err", "ListGroups: %v", err)
 		return
@@ -1039,7 +1039,7 @@ func (m *seqModel) snapshot() map[string]string {
 			}
 		}
 	}
-	gs, err := m.b.ListGroups(mctx, "")
+	gs, err := m.b.ListGroups(mctx, queen.GroupFilter{})
 	if err != nil {
 		m.failf("snapshot", "ListGroups: %v", err)
 		return out
