@@ -196,10 +196,10 @@ func closeCalls() []closeCall {
 			}
 			return f.b.DeleteMessage(ctx, res[0].PartitionID, res[0].TransactionID)
 		}},
-		{name: "Stats", methods: []string{"QueueStats", "ListQueues", "ListGroups", "DescribeQueue", "Counters", "QueueCounters", "ParkedPops"}, run: func(ctx context.Context, f *closeFixture) error {
+		{name: "Stats", methods: []string{"QueueStats", "ListQueues", "ListGroups", "DescribeQueue", "Counters", "QueueCounters", "WaitingPops"}, run: func(ctx context.Context, f *closeFixture) error {
 			_ = f.b.Counters()
 			_ = f.b.QueueCounters()
-			_ = f.b.ParkedPops()
+			_ = f.b.WaitingPops()
 			_, err1 := f.b.QueueStats(ctx, "q")
 			_, err2 := f.b.ListQueues(ctx)
 			_, err3 := f.b.ListGroups(ctx, queen.GroupFilter{})
@@ -584,7 +584,7 @@ func TestClose_ConcurrentCloseWaitsForTheFirst(t *testing.T) {
 func TestClose_EveryMethodIsGated(t *testing.T) {
 	t.Parallel()
 	// Methods that return no error touch no storage and need no guard.
-	ungated := map[string]bool{"Admin": true, "Queue": true, "Transaction": true, "Counters": true, "QueueCounters": true, "ParkedPops": true, "Close": true, "Now": true, "MaintenanceMode": true, "MaxPayload": true, "Facts": true}
+	ungated := map[string]bool{"Admin": true, "Queue": true, "Transaction": true, "Counters": true, "QueueCounters": true, "WaitingPops": true, "Close": true, "Now": true, "MaintenanceMode": true, "MaxPayload": true, "Facts": true}
 	b := queentest.NewBroker(t, nil)
 	pushN(t, b, "q", "", 1)
 	reopen := queen.ShutCallsForTest(b)

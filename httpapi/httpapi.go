@@ -73,9 +73,9 @@
 //
 // # Long polls
 //
-// A pop with wait=true parks until a push makes a message available, its
+// A pop with wait=true waits until a push makes a message available, its
 // timeout passes (at most 60 s), the client goes away, or the handler is
-// shut down through [Options.Shutdown]. A parked pop holds no goroutine
+// shut down through [Options.Shutdown]. A waiting pop holds no goroutine
 // beyond the request's own and uses no CPU.
 //
 // # Access control
@@ -239,11 +239,11 @@ type Options struct {
 	// the client is always ignored. Defaults to none (producerSub null).
 	ProducerSub func(r *http.Request) string
 
-	// Shutdown, once closed, ends every parked long-poll at once (each
+	// Shutdown, once closed, ends every waiting long-poll at once (each
 	// answers 204, as if its timeout had passed) and stops later pops from
 	// waiting. Close it when the server starts shutting down, for example
 	// with http.Server.RegisterOnShutdown, since Server.Shutdown otherwise
-	// waits for parked pops to time out. The handler watches it with one
+	// waits for long-polls to time out. The handler watches it with one
 	// goroutine until it is closed. Defaults to nil: long-polls end only at
 	// their timeout or when the client disconnects.
 	Shutdown <-chan struct{}
@@ -340,7 +340,7 @@ type handler struct {
 	timeout   time.Duration
 	batch     int
 
-	// stopped is cancelled when Options.Shutdown closes; parked pops hang
+	// stopped is cancelled when Options.Shutdown closes; waiting pops hang
 	// their cancellation on it with context.AfterFunc.
 	stopped context.Context
 

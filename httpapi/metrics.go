@@ -106,10 +106,10 @@ var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
 func escapeLabel(s string) string { return labelEscaper.Replace(s) }
 
-// parkedPopper is the method of [*queen.Broker] behind the
+// waitingPopper is the method of [*queen.Broker] behind the
 // queen_pops_waiting gauge.
-type parkedPopper interface {
-	ParkedPops() map[string]int
+type waitingPopper interface {
+	WaitingPops() map[string]int
 }
 
 // prometheus serves GET /metrics/prometheus: counters since the broker
@@ -202,8 +202,8 @@ func (h *handler) prometheus(w http.ResponseWriter, r *http.Request) {
 	for _, g := range groups {
 		p.sample("queen_consumer_inflight_messages", float64(g.InFlight), "queue", g.Queue, "group", g.Group)
 	}
-	if pp, ok := h.b.(parkedPopper); ok {
-		waiting := pp.ParkedPops()
+	if pp, ok := h.b.(waitingPopper); ok {
+		waiting := pp.WaitingPops()
 		names := make([]string, 0, len(waiting))
 		for q := range waiting {
 			names = append(names, q)

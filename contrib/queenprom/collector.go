@@ -204,7 +204,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- constMetric(c.consumed, prometheus.CounterValue, float64(s.Consumed[o]), string(o))
 	}
 	ch <- constMetric(c.handlers, prometheus.GaugeValue, float64(s.HandlersInFlight))
-	waiting := c.b.ParkedPops()
+	waiting := c.b.WaitingPops()
 	for _, q := range sortedKeys(waiting) {
 		ch <- constMetric(c.waiting, prometheus.GaugeValue, float64(waiting[q]), q)
 	}

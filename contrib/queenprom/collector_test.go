@@ -241,7 +241,7 @@ func TestCollector_AgreesWithHTTPAPI(t *testing.T) {
 		cancel()
 		require.ErrorIs(t, <-popped, context.Canceled)
 	}()
-	require.Eventually(t, func() bool { return b.ParkedPops()["idle"] == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return b.WaitingPops()["idle"] == 1 }, 10*time.Second, time.Millisecond)
 
 	rec := httptest.NewRecorder()
 	httpapi.New(b, nil).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics/prometheus", nil))
