@@ -144,8 +144,8 @@ func (h *handler) prometheus(w http.ResponseWriter, r *http.Request) {
 	}
 	counter("queen_messages_dead_lettered_total", "Messages moved to the dead-letter store since the broker opened.", c.DeadLettered)
 	counter("queen_messages_parked_total", "Messages moved to the parked store since the broker opened.", c.Parked)
-	counter("queen_lease_renewals_total", "Lease renewals since the broker opened.", c.LeasesRenew)
-	counter("queen_lease_expirations_total", "Leases that ran out since the broker opened.", c.LeasesExpire)
+	counter("queen_lease_renewals_total", "Lease renewals since the broker opened.", c.LeasesRenewed)
+	counter("queen_lease_expirations_total", "Leases that ran out since the broker opened.", c.LeasesExpired)
 	p.family("queen_consume_messages_total", "counter", "Messages consume loops finished since the broker opened, by outcome.")
 	outcomes := make([]string, 0, len(c.Consumed))
 	for o := range c.Consumed {

@@ -121,9 +121,9 @@ func NewCollector(b *queen.Broker, opts *Options) (*Collector, error) {
 		{desc("queen_messages_parked_total", "Messages moved to the parked store since the broker opened."),
 			func(s *queen.Counters) int64 { return s.Parked }},
 		{desc("queen_lease_renewals_total", "Lease renewals since the broker opened."),
-			func(s *queen.Counters) int64 { return s.LeasesRenew }},
+			func(s *queen.Counters) int64 { return s.LeasesRenewed }},
 		{desc("queen_lease_expirations_total", "Leases that ran out since the broker opened."),
-			func(s *queen.Counters) int64 { return s.LeasesExpire }},
+			func(s *queen.Counters) int64 { return s.LeasesExpired }},
 	}
 	c.acked = desc("queen_messages_acked_total", "Ack items accepted since the broker opened, by status.", "status")
 	c.consumed = desc("queen_consume_messages_total", "Messages consume loops finished since the broker opened, by outcome.", "outcome")
