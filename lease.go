@@ -73,12 +73,6 @@ type PopRequest struct {
 	// [QueueBuilder.CommitOnDelivery], not the builder's AutoAck (the
 	// consume loop acking after the handler).
 	CommitOnDelivery bool
-	// AutoAck is the former name of CommitOnDelivery; either set means
-	// commit on delivery.
-	//
-	// Deprecated: use CommitOnDelivery. The name was confusing next to
-	// [QueueBuilder.AutoAck], which means the loop settles after handling.
-	AutoAck bool
 	// SubscriptionMode is where a new group starts; SubscriptionFrom, when
 	// set, wins and starts it at that time. Both are fixed by the group's
 	// first pop. Default: Options.DefaultSubscriptionMode. A named group
@@ -188,7 +182,6 @@ const (
 )
 
 func (r *PopRequest) normalize() error {
-	r.CommitOnDelivery = r.CommitOnDelivery || r.AutoAck
 	if r.Queue != "" {
 		if err := checkName("PopRequest.Queue", r.Queue); err != nil {
 			return err

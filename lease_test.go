@@ -211,7 +211,7 @@ func TestLease_WaitTimesOutEmpty(t *testing.T) {
 	require.Empty(t, res.Messages)
 }
 
-func TestLease_AutoAckCommitsOnDelivery(t *testing.T) {
+func TestLease_CommitOnDelivery(t *testing.T) {
 	t.Parallel()
 	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "metrics", "", 5)
@@ -361,10 +361,10 @@ func TestLease_FakeClockWakesWaitingPop(t *testing.T) {
 	}
 }
 
-// An autoAck pop counts delivery attempts like a leased pop: the rest of a
-// batch that came back keeps its count after the autoAck pop took its
-// head.
-func TestLease_AutoAckKeepsAttemptsOfTheRestOfABatch(t *testing.T) {
+// A pop that commits on delivery counts delivery attempts like a leased
+// pop: the rest of a batch that came back keeps its count after that pop
+// took its head.
+func TestLease_CommitOnDeliveryKeepsAttemptsOfTheRestOfABatch(t *testing.T) {
 	t.Parallel()
 	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		for _, autoAck := range []bool{false, true} {

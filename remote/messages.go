@@ -225,8 +225,8 @@ type popMessageJS struct {
 var emptyPops = map[string]bool{"no_available_partition": true, "lease_held": true, "partition_not_found": true,
 	"window_buffer_active": true, "paused": true}
 
-// popQuery checks req as the broker does (the deprecated AutoAck counts
-// as CommitOnDelivery) and builds the pop's path and query.
+// popQuery checks req as the broker does and builds the pop's path and
+// query.
 func popQuery(req *queen.PopRequest) (string, url.Values, error) {
 	bad := func(field, reason string) error {
 		return &queen.ArgumentError{Field: "PopRequest." + field, Reason: reason}
@@ -269,7 +269,6 @@ func popQuery(req *queen.PopRequest) (string, url.Values, error) {
 	if req.Conflation && group == "" {
 		return "", nil, bad("Conflation", "needs a consumer group")
 	}
-	req.CommitOnDelivery = req.CommitOnDelivery || req.AutoAck // the deprecated name still counts
 	if req.Conflation && req.CommitOnDelivery {
 		return "", nil, bad("Conflation", "cannot be combined with CommitOnDelivery")
 	}

@@ -403,21 +403,16 @@ func testBuilderPushIDs(e *env) {
 }
 
 // A pop that commits on delivery hands messages out with no lease and
-// moves the cursor, whether asked by PopRequest.CommitOnDelivery, its
-// deprecated name AutoAck, or the builder.
+// moves the cursor, whether asked by PopRequest.CommitOnDelivery or the
+// builder.
 func testCommitOnDelivery(e *env) {
 	t := e.t
-	e.push("live", "", numbered(4)...)
+	e.push("live", "", numbered(3)...)
 	base := queen.PopRequest{Queue: "live", Group: "g", SubscriptionMode: queen.SubscriptionModeAll}
 	pops := []func() []*queen.Message{
 		func() []*queen.Message {
 			req := base
 			req.CommitOnDelivery = true
-			return e.popReq(req)
-		},
-		func() []*queen.Message {
-			req := base
-			req.AutoAck = true //nolint:staticcheck // the deprecated name must keep working
 			return e.popReq(req)
 		},
 		func() []*queen.Message {
@@ -433,7 +428,7 @@ func testCommitOnDelivery(e *env) {
 	// The last one is leased as usual: committing was per pop.
 	msgs := e.pop(e.c.Queue("live").Group("g"))
 	require.Len(t, msgs, 1)
-	require.Equal(t, 3, nOf(msgs[0]))
+	require.Equal(t, 2, nOf(msgs[0]))
 	require.NotEmpty(t, msgs[0].LeaseID)
 
 	_, err := e.c.Pop(e.ctx, queen.PopRequest{Queue: "live", Group: "c", Conflation: true, CommitOnDelivery: true})
