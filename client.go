@@ -41,7 +41,7 @@ type Client interface {
 	// LeaseTime; see [Broker.Renew].
 	Renew(ctx context.Context, msg *Message) (time.Time, error)
 	// RenewLease extends a lease by d; see [Broker.RenewLease].
-	RenewLease(ctx context.Context, leaseID string, d time.Duration) (time.Time, error)
+	RenewLease(ctx context.Context, leaseID string, d time.Duration) (LeaseRenewal, error)
 	// ExecTransaction runs acks and pushes all or nothing; see
 	// [Broker.ExecTransaction].
 	ExecTransaction(ctx context.Context, ops []TxOp) (*TxResult, error)

@@ -106,7 +106,7 @@ func closeCalls() []closeCall {
 			_, err = f.b.AckBatch(ctx, ackItems([]*queen.Message{m}, queen.AckCompleted))
 			return err
 		}},
-		{name: "Renew", methods: []string{"Renew", "RenewLease", "ExtendLease"}, run: func(ctx context.Context, f *closeFixture) error {
+		{name: "Renew", methods: []string{"Renew", "RenewLease"}, run: func(ctx context.Context, f *closeFixture) error {
 			m, err := pushPop(ctx, f.b, "rq", "")
 			if err != nil {
 				return err
@@ -114,10 +114,7 @@ func closeCalls() []closeCall {
 			if _, err := f.b.Renew(ctx, m); err != nil {
 				return err
 			}
-			if _, err = f.b.RenewLease(ctx, m.LeaseID, time.Minute); err != nil {
-				return err
-			}
-			_, err = f.b.ExtendLease(ctx, m.LeaseID, time.Minute)
+			_, err = f.b.RenewLease(ctx, m.LeaseID, time.Minute)
 			return err
 		}},
 		{name: "FetchPartitions", methods: []string{"FetchPartitions", "OffsetForTime"}, run: func(ctx context.Context, f *closeFixture) error {

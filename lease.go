@@ -866,19 +866,6 @@ func (b *Broker) expireLease(l *lease, now int64) {
 	b.observe(Event{Kind: EventLeaseExpired, Queue: l.g.q.name, Group: l.g.name, Count: len(cursors)})
 }
 
-// RenewLease extends every partition of a lease to at least d from now
-// (default 60 s) and returns the new expiry. A lease that already expired
-// is [ErrLeaseExpired] and cannot be renewed (the broker remembers expired
-// leases for an hour, the latest 65536 of them); any other unknown lease,
-// including one released because its messages were all settled, is
-// [ErrNotFound]. A negative d, or one above [MaxLease], is an
-// [*ArgumentError]. [Broker.ExtendLease] also tells how many partitions
-// the renewal covered.
-func (b *Broker) RenewLease(ctx context.Context, leaseID string, d time.Duration) (time.Time, error) {
-	r, err := b.ExtendLease(ctx, leaseID, d)
-	return r.ExpiresAt, err
-}
-
 // LeaseRenewal reports a renewed lease.
 type LeaseRenewal struct {
 	// ExpiresAt is the lease's new expiry, on the broker's clock.
@@ -889,10 +876,15 @@ type LeaseRenewal struct {
 	Partitions int
 }
 
-// ExtendLease is [Broker.RenewLease] reporting the partitions renewed as
-// well as the expiry (Queen 2.x's renewal answer carries that count as
-// renewed). Its errors are RenewLease's.
-func (b *Broker) ExtendLease(ctx context.Context, leaseID string, d time.Duration) (LeaseRenewal, error) {
+// RenewLease extends every partition of a lease to at least d from now
+// (default 60 s) and returns the new expiry and how many partitions the
+// renewal covered (Queen 2.x's renewal answer carries that count as
+// renewed). A lease that already expired is [ErrLeaseExpired] and cannot
+// be renewed (the broker remembers expired leases for an hour, the
+// latest 65536 of them); any other unknown lease, including one released
+// because its messages were all settled, is [ErrNotFound]. A negative d,
+// or one above [MaxLease], is an [*ArgumentError].
+func (b *Broker) RenewLease(ctx context.Context, leaseID string, d time.Duration) (LeaseRenewal, error) {
 	if err := b.enter(); err != nil {
 		return LeaseRenewal{}, err
 	}

@@ -34,8 +34,8 @@ func (f failing) Pop(context.Context, queen.PopRequest) (*queen.PopResult, error
 func (f failing) AckBatch(context.Context, []queen.AckItem) ([]queen.AckResult, error) {
 	return nil, f.err
 }
-func (f failing) RenewLease(context.Context, string, time.Duration) (time.Time, error) {
-	return time.Time{}, f.err
+func (f failing) RenewLease(context.Context, string, time.Duration) (queen.LeaseRenewal, error) {
+	return queen.LeaseRenewal{}, f.err
 }
 func (f failing) ExecTransaction(context.Context, []queen.TxOp) (*queen.TxResult, error) {
 	return nil, f.err

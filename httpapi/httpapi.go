@@ -115,7 +115,7 @@ type Broker interface {
 	Push(ctx context.Context, items []queen.PushItem) ([]queen.PushResult, error)
 	Pop(ctx context.Context, req queen.PopRequest) (*queen.PopResult, error)
 	AckBatch(ctx context.Context, items []queen.AckItem) ([]queen.AckResult, error)
-	RenewLease(ctx context.Context, leaseID string, d time.Duration) (time.Time, error)
+	RenewLease(ctx context.Context, leaseID string, d time.Duration) (queen.LeaseRenewal, error)
 	ExecTransaction(ctx context.Context, ops []queen.TxOp) (*queen.TxResult, error)
 
 	ConfigureQueue(ctx context.Context, name string, cfg queen.QueueConfig) (*queen.QueueInfo, error)

@@ -504,6 +504,9 @@ func (p *printer) any(x any) {
 			x = x.Truncate(time.Millisecond) // documented: a lease's expiry has millisecond precision over HTTP (as p.ms)
 		}
 		p.f("%s\n", p.tm(x))
+	case queen.LeaseRenewal:
+		p.any(x.ExpiresAt)
+		p.f("partitions %d\n", x.Partitions)
 	case []queen.PushResult:
 		p.f("pushed %d\n", len(x))
 		for _, r := range x {
