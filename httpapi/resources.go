@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/compat"
 	"github.com/queenlite/queen/internal/wire"
 )
 
@@ -209,7 +210,7 @@ func (h *handler) statusQueue(w http.ResponseWriter, r *http.Request) {
 		"id": qs.ID, "name": qs.Name, "namespace": c.Namespace, "task": c.Task, "priority": c.Priority,
 		"createdAt": msTime(qs.CreatedAt),
 		"config": map[string]any{"leaseTime": seconds(c.LeaseTime), "retryLimit": c.RetryLimit, "retryDelay": millis(c.RetryDelay),
-			"ttl": seconds(c.TTL), "maxQueueSize": c.MaxSize, "deadLetterQueue": c.DeadLetterQueue},
+			"ttl": seconds(compat.Of(c).TTL), "maxQueueSize": c.MaxSize, "deadLetterQueue": compat.Of(c).DeadLetterQueue},
 		"options": wire.OptionsOf(c),
 		"groups":  qs.Groups,
 		"counts":  wire.QueueCounts(qs),

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/compat"
 	"github.com/queenlite/queen/internal/wire"
 )
 
@@ -35,7 +36,7 @@ func (c *Client) ConfigureQueue(ctx context.Context, name string, cfg queen.Queu
 		v time.Duration
 	}{{"LeaseTime", cfg.LeaseTime}, {"RetryDelay", cfg.RetryDelay}, {"DelayedProcessing", cfg.DelayedProcessing},
 		{"WindowBuffer", cfg.WindowBuffer}, {"Retention", cfg.Retention}, {"CompletedRetention", cfg.CompletedRetention},
-		{"MaxWaitTime", cfg.MaxWaitTime}, {"TTL", cfg.TTL}} {
+		{"MaxWaitTime", cfg.MaxWaitTime}, {"TTL", compat.Of(&cfg).TTL}} {
 		if d.v < 0 {
 			return nil, &queen.ArgumentError{Field: "QueueConfig." + d.f, Reason: "must not be negative"}
 		}
@@ -162,9 +163,10 @@ func (s *statusQueueJSON) info() *queen.QueueInfo {
 		info.Config = q.Options.Config(str(q.Namespace), str(q.Task))
 	} else { // Queen's server: the config block only
 		info.Config = queen.QueueConfig{LeaseTime: time.Duration(q.Config.LeaseTime) * time.Second, RetryLimit: q.Config.RetryLimit,
-			RetryDelay: time.Duration(q.Config.RetryDelay) * time.Millisecond, TTL: time.Duration(q.Config.TTL) * time.Second,
-			MaxSize: q.Config.MaxQueueSize, DeadLetterQueue: q.Config.DeadLetterQueue, Priority: q.Priority,
+			RetryDelay: time.Duration(q.Config.RetryDelay) * time.Millisecond,
+			MaxSize:    q.Config.MaxQueueSize, Priority: q.Priority,
 			Namespace: str(q.Namespace), Task: str(q.Task)}
+		compat.Set(&info.Config, compat.QueueFields{TTL: time.Duration(q.Config.TTL) * time.Second, DeadLetterQueue: q.Config.DeadLetterQueue})
 	}
 	for _, p := range s.Partitions {
 		if p.Name == queen.DefaultPartition {
