@@ -100,7 +100,7 @@ func TestQueueCounters_Retention(t *testing.T) {
 	require.Zero(t, all["old"].CompletedRetained+all["old"].Evicted)
 }
 
-// TestBroker_WaitingPops counts the long-polls parked now, by queue, a
+// TestBroker_WaitingPops counts the long-polls waiting now, by queue, a
 // queue that does not exist yet included.
 func TestBroker_WaitingPops(t *testing.T) {
 	t.Parallel()

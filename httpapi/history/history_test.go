@@ -246,9 +246,9 @@ func TestRecorder_QueueMadeAgain(t *testing.T) {
 	require.EqualValues(t, 3, s.Totals.Pushed)
 }
 
-// TestRecorder_ParkedPops samples the long-polls parked on each queue
+// TestRecorder_WaitingPops samples the long-polls waiting on each queue
 // and averages them over a bucket.
-func TestRecorder_ParkedPops(t *testing.T) {
+func TestRecorder_WaitingPops(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, nil)
 	r.push(t, "q", "p", 1)
