@@ -71,7 +71,7 @@ func (a *Admin) UpdateConsumerGroupSubscription(ctx context.Context, group strin
 // ListConsumerGroups describes the consumer groups, or only group when it
 // is not empty; see [Broker.ListGroups].
 func (a *Admin) ListConsumerGroups(ctx context.Context, group string) ([]GroupStats, error) {
-	return a.c.ListGroups(ctx, group)
+	return a.c.ListGroups(ctx, GroupFilter{Group: group})
 }
 
 // ListDLQ lists dead letters; see [Broker.DeadLetters].

@@ -18,6 +18,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/compat"
 	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
@@ -33,6 +34,14 @@ func openStore(t testing.TB, dir string, clock queen.Clock) *queen.Broker {
 // richQueues are the queues richState fills: every kind of durable state.
 var richQueues = []string{"orders", "events", "jobs"}
 
+// keepDLQ sets Queen's deadLetterQueue setting of c, which the broker
+// stores and reports back.
+func keepDLQ(c *queen.QueueConfig) {
+	f := compat.Of(c)
+	f.DeadLetterQueue = true
+	compat.Set(c, f)
+}
+
 // richState gives b every kind of durable state a backup must keep:
 // queue configurations, partitions, messages, cursors of named groups and
 // of queue mode, a group started at a time, a retry counter, dead letters,
@@ -40,7 +49,8 @@ var richQueues = []string{"orders", "events", "jobs"}
 func richState(t *testing.T, b *queen.Broker, clock *queentest.Clock) {
 	t.Helper()
 	configureWith(t, b, "orders", func(c *queen.QueueConfig) {
-		c.RetryLimit, c.LeaseTime, c.Priority, c.DeadLetterQueue = 2, 45*time.Second, 3, true
+		c.RetryLimit, c.LeaseTime, c.Priority = 2, 45*time.Second, 3
+		keepDLQ(c)
 	})
 	configureWith(t, b, "events", func(c *queen.QueueConfig) { c.MaxSize, c.Retention = 500, 48*time.Hour })
 	for i := range 6 {
@@ -128,7 +138,7 @@ func observe(t *testing.T, b *queen.Broker, queues ...string) map[string]string 
 			}
 		}
 	}
-	gs, err := b.ListGroups(bg, "")
+	gs, err := b.ListGroups(bg, queen.GroupFilter{})
 	require.NoError(t, err)
 	for _, g := range gs {
 		if want[g.Queue] {
@@ -447,8 +457,8 @@ func soakChain(t *testing.T, seed uint64) (backups, pushed, written, restores in
 	b, err := queen.Open(dir, opts)
 	require.NoError(t, err)
 	defer func() { _ = b.Close() }()
-	configureWith(t, b, "enc", func(c *queen.QueueConfig) { c.EncryptionEnabled, c.RetryLimit, c.DeadLetterQueue = true, 1, true })
-	configureWith(t, b, "plain", func(c *queen.QueueConfig) { c.RetryLimit, c.DeadLetterQueue = 1, true })
+	configureWith(t, b, "enc", func(c *queen.QueueConfig) { c.EncryptionEnabled, c.RetryLimit = true, 1; keepDLQ(c) })
+	configureWith(t, b, "plain", func(c *queen.QueueConfig) { c.RetryLimit = 1; keepDLQ(c) })
 	queues := []string{"enc", "plain"}
 	var chain [][]byte
 	var next uint64
@@ -545,7 +555,7 @@ func TestBackup_IncrementAfterAReopenThatFollowedADeleteOnlyCommit(t *testing.T)
 	opts := &queen.Options{Clock: clock, Durability: queen.SyncPushes, MaintenanceInterval: time.Hour}
 	b, err := queen.Open(dir, opts)
 	require.NoError(t, err)
-	configureWith(t, b, "q", func(c *queen.QueueConfig) { c.DeadLetterQueue = true })
+	configureWith(t, b, "q", keepDLQ)
 	pushN(t, b, "q", "", 3)
 	r := pop(t, b, queen.PopRequest{Queue: "q", Batch: 1})
 	ackAll(t, b, r.Messages, queen.AckDLQ)

@@ -210,7 +210,7 @@ func BenchmarkBroker_PopAck(b *testing.B) {
 				if settled != calls*batch {
 					b.Fatalf("settled %d of %d", settled, calls*batch)
 				}
-				gs, err := br.ListGroups(ctx, "g")
+				gs, err := br.ListGroups(ctx, queen.GroupFilter{Group: "g"})
 				if err != nil || len(gs) != 1 || gs[0].Lag != 0 || gs[0].Consumed != int64(settled+v.idle) {
 					b.Fatalf("group after the loop: %+v %v", gs, err)
 				}
@@ -251,7 +251,7 @@ func BenchmarkBroker_Renew(b *testing.B) {
 		if err != nil || len(res.Messages) != 1 {
 			b.Fatalf("pop: %v", err)
 		}
-		var last time.Time
+		var last queen.LeaseRenewal
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
@@ -260,8 +260,8 @@ func BenchmarkBroker_Renew(b *testing.B) {
 			}
 		}
 		b.StopTimer()
-		if time.Until(last) < 50*time.Second {
-			b.Fatalf("lease expires at %v", last)
+		if time.Until(last.ExpiresAt) < 50*time.Second {
+			b.Fatalf("lease expires at %v", last.ExpiresAt)
 		}
 		m := res.Messages[0]
 		ar, err := br.AckBatch(ctx, []queen.AckItem{{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: res.LeaseID, Group: "g"}})

@@ -472,5 +472,6 @@ func (b *Broker) Renew(ctx context.Context, msg *Message) (time.Time, error) {
 	if msg == nil || msg.LeaseID == "" {
 		return time.Time{}, argErr("msg", "has no lease")
 	}
-	return b.RenewLease(ctx, msg.LeaseID, b.leaseTimeOf(msg.Queue))
+	r, err := b.RenewLease(ctx, msg.LeaseID, b.leaseTimeOf(msg.Queue))
+	return r.ExpiresAt, err
 }

@@ -7,7 +7,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/queenlite/queen/internal/clientrt"
 )
+
+func init() {
+	clientrt.New = func(c any, o clientrt.Options) any { return newClientRuntime(c.(Client), o) }
+}
 
 // Client is the API an application and the consume loop use: pushes, pops,
 // acks, lease renewals, transactions, queue configuration, seeks, reads by
@@ -26,8 +32,8 @@ import (
 // of these methods. A method a backend cannot serve answers
 // [ErrUnsupported]. Every method is safe for concurrent use.
 //
-// Client is implemented by this module's types; other implementations
-// build their Queue, Transaction and Admin with a [Runtime].
+// Client is implemented by this module's types, [*Broker] and package
+// remote's client.
 type Client interface {
 	// Push stores messages; see [Broker.Push].
 	Push(ctx context.Context, items []PushItem) ([]PushResult, error)
@@ -41,7 +47,7 @@ type Client interface {
 	// LeaseTime; see [Broker.Renew].
 	Renew(ctx context.Context, msg *Message) (time.Time, error)
 	// RenewLease extends a lease by d; see [Broker.RenewLease].
-	RenewLease(ctx context.Context, leaseID string, d time.Duration) (time.Time, error)
+	RenewLease(ctx context.Context, leaseID string, d time.Duration) (LeaseRenewal, error)
 	// ExecTransaction runs acks and pushes all or nothing; see
 	// [Broker.ExecTransaction].
 	ExecTransaction(ctx context.Context, ops []TxOp) (*TxResult, error)
@@ -94,8 +100,9 @@ type Client interface {
 	QueueStats(ctx context.Context, name string) (*QueueStats, error)
 	// ListQueues describes every queue; see [Broker.ListQueues].
 	ListQueues(ctx context.Context) ([]QueueStats, error)
-	// ListGroups describes consumer groups; see [Broker.ListGroups].
-	ListGroups(ctx context.Context, group string) ([]GroupStats, error)
+	// ListGroups describes the consumer groups f selects; see
+	// [Broker.ListGroups].
+	ListGroups(ctx context.Context, f GroupFilter) ([]GroupStats, error)
 	// DeleteGroup removes a group's cursors; see [Broker.DeleteGroup].
 	DeleteGroup(ctx context.Context, group, queue string, deleteMetadata bool) (int, error)
 	// SetGroupSubscription moves a group's start point; see
@@ -122,7 +129,8 @@ var _ Client = (*Broker)(nil)
 
 // host is what builders, consume loops and transactions need of their
 // backend beyond the operations of [Client]. [*Broker] is its own host,
-// with exact answers from its memory; a [Runtime] hosts any other Client.
+// with exact answers from its memory; a clientRuntime hosts any other
+// Client.
 type host interface {
 	Client
 	// clockNow is the time retry policies measure message ages against.
@@ -167,35 +175,16 @@ func (b *Broker) exactLeases() bool                                  { return tr
 
 func (b *Broker) usableErr() error { return b.startErr() }
 
-// RuntimeOptions configures a [Runtime]. A nil *RuntimeOptions and zero
-// fields mean the defaults.
-type RuntimeOptions struct {
-	// DrainTimeout bounds how long [Runtime.Close] waits for running
-	// consume loops, in total, and is the drain timeout of loops that set
-	// none. Defaults to 20 seconds.
-	DrainTimeout time.Duration
-	// Logger receives the loops' warnings (a failed ack). Defaults to
-	// discarding them.
-	Logger *slog.Logger
-	// Clock is the time retry policies measure message ages against.
-	// Defaults to the system clock.
-	Clock Clock
-	// Observer receives the consume loops' events (outcomes, handlers in
-	// flight). Defaults to none.
-	Observer Observer
-}
-
-// Runtime is what the builders, consume loops and transactions of a
-// [Client] other than [*Broker] share: the loops running (so closing the
+// clientRuntime is what the builders, consume loops and transactions of
+// a [Client] other than [*Broker] share: the loops running (so closing the
 // client drains them), the deliveries they gave back unhandled (so a
 // [RetryPolicy] counts only real attempts), and the messages settled
 // through the client (so a loop does not hand its handler a message the
-// handler already settled). A Client implementation makes one in its
-// constructor, returns [Runtime.Queue], [Runtime.Transaction] and
-// [Runtime.Admin] from its own Queue, Transaction and Admin, reports every
-// ack it sends with [Runtime.Settled], and calls [Runtime.Close] from its
-// Close. Applications do not use it directly.
-type Runtime struct {
+// handler already settled). Package remote makes one through
+// internal/clientrt, returns its Queue, Transaction and Admin from its
+// own, reports every ack it sends with Settled, and calls Close from its
+// Close.
+type clientRuntime struct {
 	c      Client
 	drain  time.Duration
 	log    *slog.Logger
@@ -206,47 +195,45 @@ type Runtime struct {
 	book   leaseBook
 }
 
-// NewRuntime returns the runtime of c. opts may be nil.
-func NewRuntime(c Client, opts *RuntimeOptions) *Runtime {
-	rt := &Runtime{c: c, drain: 20 * time.Second, log: slog.New(slog.DiscardHandler), clock: systemClock{}, obs: nopObserver{}}
-	if opts != nil {
-		if opts.DrainTimeout > 0 {
-			rt.drain = opts.DrainTimeout
-		}
-		if opts.Logger != nil {
-			rt.log = opts.Logger
-		}
-		if opts.Clock != nil {
-			rt.clock = opts.Clock
-		}
-		if opts.Observer != nil {
-			rt.obs = opts.Observer
-		}
+// newClientRuntime returns the runtime of c.
+func newClientRuntime(c Client, o clientrt.Options) *clientRuntime {
+	rt := &clientRuntime{c: c, drain: 20 * time.Second, log: slog.New(slog.DiscardHandler), clock: systemClock{}, obs: nopObserver{}}
+	if o.DrainTimeout > 0 {
+		rt.drain = o.DrainTimeout
+	}
+	if o.Logger != nil {
+		rt.log = o.Logger
+	}
+	if o.Clock != nil {
+		rt.clock = o.Clock
+	}
+	if o.Observer != nil {
+		rt.obs = o.Observer.(Observer)
 	}
 	rt.book.leases = make(map[string]*leaseNotes)
 	return rt
 }
 
-// Now returns the time on the runtime's clock ([RuntimeOptions.Clock]).
-func (rt *Runtime) Now() time.Time { return rt.clock.Now() }
+// Now returns the time on the runtime's clock (clientrt.Options.Clock).
+func (rt *clientRuntime) Now() time.Time { return rt.clock.Now() }
 
 // Queue starts a builder on the named queue of the runtime's client, with
 // the defaults of [Broker.Queue].
-func (rt *Runtime) Queue(name string) *QueueBuilder {
+func (rt *clientRuntime) Queue(name string) *QueueBuilder {
 	return newQueueBuilder(runtimeHost{rt.c, rt}, name)
 }
 
 // Transaction starts a transaction builder on the runtime's client.
-func (rt *Runtime) Transaction() *Transaction { return &Transaction{c: rt.c} }
+func (rt *clientRuntime) Transaction() *Transaction { return &Transaction{c: rt.c} }
 
 // Admin returns the administrative calls of the runtime's client.
-func (rt *Runtime) Admin() *Admin { return &Admin{c: rt.c} }
+func (rt *clientRuntime) Admin() *Admin { return &Admin{c: rt.c} }
 
 // Settled records acks the client sent and their results (nil results
 // mean the call failed and nothing is recorded), so that consume loops see
 // which of their messages a handler settled ahead of them, and which were
 // given back by a failed or retried ack.
-func (rt *Runtime) Settled(items []AckItem, results []AckResult) {
+func (rt *clientRuntime) Settled(items []AckItem, results []AckResult) {
 	if len(results) != len(items) {
 		return
 	}
@@ -254,10 +241,10 @@ func (rt *Runtime) Settled(items []AckItem, results []AckResult) {
 }
 
 // Close drains the consume loops running on the runtime, within
-// RuntimeOptions.DrainTimeout in total, and makes later loops refuse to
+// clientrt.Options.DrainTimeout in total, and makes later loops refuse to
 // start with [ErrClosed]. It returns what the drains left unsettled, as
 // [*DrainError]s joined. Close is idempotent.
-func (rt *Runtime) Close() error {
+func (rt *clientRuntime) Close() error {
 	rt.closed.Store(true)
 	return rt.set.closeAll(rt.drain)
 }
@@ -265,7 +252,7 @@ func (rt *Runtime) Close() error {
 // runtimeHost is the host of a Client other than *Broker.
 type runtimeHost struct {
 	Client
-	rt *Runtime
+	rt *clientRuntime
 }
 
 func (h runtimeHost) clockNow() time.Time         { return h.rt.clock.Now() }
@@ -301,7 +288,7 @@ func (h runtimeHost) leaseFor(ctx context.Context, queue string) time.Duration {
 	return info.Config.LeaseTime
 }
 
-// leaseBook follows, for a Runtime, the leases its consume loops hold:
+// leaseBook follows, for a clientRuntime, the leases its consume loops hold:
 // which of their messages were settled through the client, which
 // partitions a failed or retried ack gave back, and which leases a
 // renewal found gone. Leases no loop tracks are not recorded.
@@ -375,7 +362,7 @@ func (lb *leaseBook) settled(items []AckItem, results []AckResult) {
 	}
 }
 
-// state is leaseState for a Runtime: lost once the lease is known gone or
+// state is leaseState for a clientRuntime: lost once the lease is known gone or
 // its partition was given back, settled once acked through the client,
 // held otherwise (the backend refuses a late ack; the loop then reports
 // the message released).

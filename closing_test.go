@@ -106,7 +106,7 @@ func closeCalls() []closeCall {
 			_, err = f.b.AckBatch(ctx, ackItems([]*queen.Message{m}, queen.AckCompleted))
 			return err
 		}},
-		{name: "Renew", methods: []string{"Renew", "RenewLease", "ExtendLease"}, run: func(ctx context.Context, f *closeFixture) error {
+		{name: "Renew", methods: []string{"Renew", "RenewLease"}, run: func(ctx context.Context, f *closeFixture) error {
 			m, err := pushPop(ctx, f.b, "rq", "")
 			if err != nil {
 				return err
@@ -114,10 +114,7 @@ func closeCalls() []closeCall {
 			if _, err := f.b.Renew(ctx, m); err != nil {
 				return err
 			}
-			if _, err = f.b.RenewLease(ctx, m.LeaseID, time.Minute); err != nil {
-				return err
-			}
-			_, err = f.b.ExtendLease(ctx, m.LeaseID, time.Minute)
+			_, err = f.b.RenewLease(ctx, m.LeaseID, time.Minute)
 			return err
 		}},
 		{name: "FetchPartitions", methods: []string{"FetchPartitions", "OffsetForTime"}, run: func(ctx context.Context, f *closeFixture) error {
@@ -196,13 +193,13 @@ func closeCalls() []closeCall {
 			}
 			return f.b.DeleteMessage(ctx, res[0].PartitionID, res[0].TransactionID)
 		}},
-		{name: "Stats", methods: []string{"QueueStats", "ListQueues", "ListGroups", "DescribeQueue", "Counters", "QueueCounters", "ParkedPops"}, run: func(ctx context.Context, f *closeFixture) error {
+		{name: "Stats", methods: []string{"QueueStats", "ListQueues", "ListGroups", "DescribeQueue", "Counters", "QueueCounters", "WaitingPops"}, run: func(ctx context.Context, f *closeFixture) error {
 			_ = f.b.Counters()
 			_ = f.b.QueueCounters()
-			_ = f.b.ParkedPops()
+			_ = f.b.WaitingPops()
 			_, err1 := f.b.QueueStats(ctx, "q")
 			_, err2 := f.b.ListQueues(ctx)
-			_, err3 := f.b.ListGroups(ctx, "")
+			_, err3 := f.b.ListGroups(ctx, queen.GroupFilter{})
 			_, err4 := f.b.DescribeQueue(ctx, "q")
 			return errors.Join(err1, err2, err3, err4)
 		}},
@@ -252,10 +249,10 @@ func closeCalls() []closeCall {
 			_, err2 := f.b.StoreReport(ctx)
 			return errors.Join(err, err2)
 		}},
-		{name: "Console", methods: []string{"ListPartitions", "FindGroups", "Facts"}, run: func(ctx context.Context, f *closeFixture) error {
+		{name: "Console", methods: []string{"ListPartitions", "Facts"}, run: func(ctx context.Context, f *closeFixture) error {
 			_ = f.b.Facts()
 			_, err1 := f.b.ListPartitions(ctx, "q", queen.PartitionFilter{Limit: 10})
-			_, err2 := f.b.FindGroups(ctx, queen.GroupFilter{Queue: "q", MaxProbes: 10})
+			_, err2 := f.b.ListGroups(ctx, queen.GroupFilter{Queue: "q", MaxProbes: 10})
 			return errors.Join(err1, err2)
 		}},
 		{name: "Admin", methods: []string{"Admin"}, run: func(ctx context.Context, f *closeFixture) error {
@@ -584,7 +581,7 @@ func TestClose_ConcurrentCloseWaitsForTheFirst(t *testing.T) {
 func TestClose_EveryMethodIsGated(t *testing.T) {
 	t.Parallel()
 	// Methods that return no error touch no storage and need no guard.
-	ungated := map[string]bool{"Admin": true, "Queue": true, "Transaction": true, "Counters": true, "QueueCounters": true, "ParkedPops": true, "Close": true, "Now": true, "MaintenanceMode": true, "PayloadLimit": true, "Facts": true}
+	ungated := map[string]bool{"Admin": true, "Queue": true, "Transaction": true, "Counters": true, "QueueCounters": true, "WaitingPops": true, "Close": true, "Now": true, "MaintenanceMode": true, "PayloadLimit": true, "Facts": true}
 	b := queentest.NewBroker(t, nil)
 	pushN(t, b, "q", "", 1)
 	reopen := queen.ShutCallsForTest(b)

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/clientrt"
 	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
@@ -47,7 +48,9 @@ func TestConsume_PopsAgainWhileUnavailable(t *testing.T) {
 	c.failures.Store(3) // waits of 100, 200 and 400 ms
 	_, err := b.Push(context.Background(), []queen.PushItem{{Queue: "flaky", Payload: []byte(`1`)}})
 	require.NoError(t, err)
-	rt := queen.NewRuntime(c, nil)
+	rt := clientrt.New(c, clientrt.Options{}).(interface {
+		Queue(string) *queen.QueueBuilder
+	})
 	var handled atomic.Int32
 	err = rt.Queue("flaky").Group("g").SubscriptionMode(queen.SubscriptionModeAll).Limit(1).
 		Consume(context.Background(), func(ctx context.Context, m *queen.Message) error {

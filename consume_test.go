@@ -953,7 +953,7 @@ func TestConsume_ManyConsumersRandomOutcomes(t *testing.T) {
 	}
 	require.Equal(t, wantDLQ, lettersOf(b.DeadLetters))
 	require.Equal(t, wantParked, lettersOf(b.ParkedMessages))
-	groups, err := b.ListGroups(context.Background(), "workers")
+	groups, err := b.ListGroups(context.Background(), queen.GroupFilter{Group: "workers"})
 	require.NoError(t, err)
 	require.Len(t, groups, 1)
 	require.Zero(t, groups[0].Lag)

@@ -399,7 +399,7 @@ func (b *Broker) place(g *group, early bool, now int64) []command {
 		}
 	}
 	if g.scan < len(g.q.order) {
-		g.waiters.wakeAll() // a parked pop looks again
+		g.waiters.wakeAll() // a waiting pop looks again
 	}
 	return ops
 }

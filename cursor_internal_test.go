@@ -233,7 +233,7 @@ func TestCursor_NewGroupJoinsWithoutCursorsAndKeepsItsStartAcrossRestart(t *test
 		require.NoError(t, err)
 	}
 	require.ElementsMatch(t, []string{"new1", "new2", "new3"}, got)
-	gs, err := b.ListGroups(ctx, "n")
+	gs, err := b.ListGroups(ctx, GroupFilter{Group: "n"})
 	require.NoError(t, err)
 	require.Equal(t, 51, gs[0].Partitions)
 	require.Zero(t, gs[0].Lag)

@@ -194,7 +194,7 @@ func TestCursor_TwoGroupsReadIndependently(t *testing.T) {
 		r := ack(t, b, ackItems(ana.Messages[1:], queen.AckFailed)...)
 		require.True(t, r[0].Success)
 		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "events", Group: "billing"}).Messages)
-		groups, err := b.ListGroups(bg, "")
+		groups, err := b.ListGroups(bg, queen.GroupFilter{})
 		require.NoError(t, err)
 		require.Len(t, groups, 2)
 		require.Equal(t, "analytics", groups[0].Group)
@@ -337,7 +337,7 @@ func TestCursor_GroupThatPoppedBeforeTheQueueExistedMissesNothing(t *testing.T) 
 		require.Len(t, pop(t, b, queen.PopRequest{Queue: "later", Group: "all", Batch: 10, Partitions: 2}).Messages, 2)
 		// A group whose first pop finds the queue starts after what is there.
 		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "later", Group: "fresh"}).Messages)
-		gs, err := b.ListGroups(bg, "g")
+		gs, err := b.ListGroups(bg, queen.GroupFilter{Group: "g"})
 		require.NoError(t, err)
 		require.Equal(t, queen.SubscriptionModeNew, gs[0].Mode)
 
@@ -425,7 +425,7 @@ func TestCursor_EmptyGroupIsQueueMode(t *testing.T) {
 		n, err = b.DeleteGroup(bg, queen.QueueModeGroup, "qm", true)
 		require.NoError(t, err)
 		require.Equal(t, 1, n, "the constant names the same group")
-		gs, err := b.ListGroups(bg, "")
+		gs, err := b.ListGroups(bg, queen.GroupFilter{})
 		require.NoError(t, err)
 		require.Len(t, gs, 1)
 		require.Equal(t, "named", gs[0].Group, "named groups are untouched")
@@ -473,7 +473,7 @@ func TestCursor_EveryGroupInEveryPartitionLiveAndReopened(t *testing.T) {
 			}
 			require.ElementsMatch(t, []string{"all", "new"}, groups, "partition %s", p.Name)
 		}
-		v.Groups, err = b.ListGroups(bg, "")
+		v.Groups, err = b.ListGroups(bg, queen.GroupFilter{})
 		require.NoError(t, err)
 		return v
 	}

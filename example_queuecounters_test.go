@@ -48,8 +48,8 @@ func ExampleBroker_QueueCounters() {
 	// mean lag 2s longest 2s
 }
 
-// ParkedPops tells how many long-polls wait on each queue.
-func ExampleBroker_ParkedPops() {
+// WaitingPops tells how many long-polls wait on each queue.
+func ExampleBroker_WaitingPops() {
 	b, err := queen.Open("", &queen.Options{InMemory: true})
 	if err != nil {
 		panic(err)
@@ -61,13 +61,13 @@ func ExampleBroker_ParkedPops() {
 		defer close(done)
 		_, _ = b.Pop(ctx, queen.PopRequest{Queue: "jobs", Wait: true, Timeout: time.Minute})
 	}()
-	for b.ParkedPops()["jobs"] == 0 { // the pop parks at once; poll for it in an example only
+	for b.WaitingPops()["jobs"] == 0 { // the pop parks at once; poll for it in an example only
 		time.Sleep(time.Millisecond)
 	}
-	fmt.Println(b.ParkedPops())
+	fmt.Println(b.WaitingPops())
 	cancel()
 	<-done
-	fmt.Println(len(b.ParkedPops()))
+	fmt.Println(len(b.WaitingPops()))
 	// Output:
 	// map[jobs:1]
 	// 0

@@ -137,7 +137,7 @@ func ExampleTxOp_position() {
 }
 
 // Renew a lease and see how many partitions it held.
-func ExampleBroker_ExtendLease() {
+func ExampleBroker_RenewLease() {
 	ctx := context.Background()
 	b, err := queen.Open("", &queen.Options{InMemory: true})
 	if err != nil {
@@ -153,7 +153,7 @@ func ExampleBroker_ExtendLease() {
 	if err != nil {
 		panic(err)
 	}
-	r, err := b.ExtendLease(ctx, res.LeaseID, 5*time.Minute)
+	r, err := b.RenewLease(ctx, res.LeaseID, 5*time.Minute)
 	if err != nil {
 		panic(err)
 	}

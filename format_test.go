@@ -15,6 +15,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/compat"
 	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
@@ -138,7 +139,8 @@ func checkFixture(t *testing.T, b *queen.Broker) {
 	require.Equal(t, 3, orders.Config.RetryLimit)
 	require.Equal(t, 40*time.Second, orders.Config.LeaseTime)
 	require.Equal(t, 2, orders.Config.Priority)
-	require.True(t, orders.Config.DeadLetterQueue)
+	require.True(t, compat.Of(&orders.Config).DeadLetterQueue)
+	require.Equal(t, time.Hour, compat.Of(&orders.Config).TTL, "Queen's ttl, 3600 s by default")
 	events, err := b.DescribeQueue(bg, "events")
 	require.NoError(t, err)
 	require.Equal(t, 100, events.Config.MaxSize)
@@ -174,7 +176,7 @@ func checkFixture(t *testing.T, b *queen.Broker) {
 	require.Equal(t, "o-us-1", parked.Letters[0].TransactionID)
 	require.Equal(t, int64(1), parked.Letters[0].Offset)
 
-	groups, err := b.ListGroups(bg, "billing")
+	groups, err := b.ListGroups(bg, queen.GroupFilter{Group: "billing"})
 	require.NoError(t, err)
 	require.Len(t, groups, 1)
 	require.Equal(t, int64(8), groups[0].Lag, "billing completed two of the ten orders")

@@ -240,7 +240,7 @@ func TestHoles_StatsCountOnlyStoredMessages(t *testing.T) {
 			for _, c := range st.Partitions[0].Cursors {
 				require.Equal(t, lag, c.Lag, c.Group)
 			}
-			gs, err := b.ListGroups(bg, "g")
+			gs, err := b.ListGroups(bg, queen.GroupFilter{Group: "g"})
 			require.NoError(t, err)
 			require.Len(t, gs, 1)
 			require.Equal(t, lag, gs[0].Lag)
@@ -259,7 +259,7 @@ func TestHoles_StatsCountOnlyStoredMessages(t *testing.T) {
 
 		require.NoError(t, b.Maintain(bg)) // retention deletes a and b
 		check(2, 2)
-		gs, err := b.ListGroups(bg, "g")
+		gs, err := b.ListGroups(bg, queen.GroupFilter{Group: "g"})
 		require.NoError(t, err)
 		require.Equal(t, clock.Now().UTC(), gs[0].OldestPendingAt)
 

@@ -55,12 +55,6 @@ type PopRequest struct {
 	// [QueueBuilder.CommitOnDelivery], not the builder's AutoAck (the
 	// consume loop acking after the handler).
 	CommitOnDelivery bool
-	// AutoAck is the former name of CommitOnDelivery; either set means
-	// commit on delivery.
-	//
-	// Deprecated: use CommitOnDelivery. The name was confusing next to
-	// [QueueBuilder.AutoAck], which means the loop settles after handling.
-	AutoAck bool
 	// SubscriptionMode is where a new group starts; SubscriptionFrom, when
 	// set, wins and starts it at that time. Both are fixed by the group's
 	// first pop. Default: Options.DefaultSubscriptionMode. A named group
@@ -170,7 +164,6 @@ const (
 )
 
 func (r *PopRequest) normalize() error {
-	r.CommitOnDelivery = r.CommitOnDelivery || r.AutoAck
 	if r.Queue != "" {
 		if err := checkName("PopRequest.Queue", r.Queue); err != nil {
 			return err
@@ -853,19 +846,6 @@ func (b *Broker) expireLease(l *lease, now int64) {
 	b.observe(Event{Kind: EventLeaseExpired, Queue: l.g.q.name, Group: l.g.name, Count: len(cursors)})
 }
 
-// RenewLease extends every partition of a lease to at least d from now
-// (default 60 s) and returns the new expiry. A lease that already expired
-// is [ErrLeaseExpired] and cannot be renewed (the broker remembers expired
-// leases for an hour, the latest 65536 of them); any other unknown lease,
-// including one released because its messages were all settled, is
-// [ErrNotFound]. A negative d, or one above [MaxLease], is an
-// [*ArgumentError]. [Broker.ExtendLease] also tells how many partitions
-// the renewal covered.
-func (b *Broker) RenewLease(ctx context.Context, leaseID string, d time.Duration) (time.Time, error) {
-	r, err := b.ExtendLease(ctx, leaseID, d)
-	return r.ExpiresAt, err
-}
-
 // LeaseRenewal reports a renewed lease.
 type LeaseRenewal struct {
 	// ExpiresAt is the lease's new expiry, on the broker's clock.
@@ -876,10 +856,15 @@ type LeaseRenewal struct {
 	Partitions int
 }
 
-// ExtendLease is [Broker.RenewLease] reporting the partitions renewed as
-// well as the expiry (Queen 2.x's renewal answer carries that count as
-// renewed). Its errors are RenewLease's.
-func (b *Broker) ExtendLease(ctx context.Context, leaseID string, d time.Duration) (LeaseRenewal, error) {
+// RenewLease extends every partition of a lease to at least d from now
+// (default 60 s) and returns the new expiry and how many partitions the
+// renewal covered (Queen 2.x's renewal answer carries that count as
+// renewed). A lease that already expired is [ErrLeaseExpired] and cannot
+// be renewed (the broker remembers expired leases for an hour, the
+// latest 65536 of them); any other unknown lease, including one released
+// because its messages were all settled, is [ErrNotFound]. A negative d,
+// or one above [MaxLease], is an [*ArgumentError].
+func (b *Broker) RenewLease(ctx context.Context, leaseID string, d time.Duration) (LeaseRenewal, error) {
 	if err := b.enter(); err != nil {
 		return LeaseRenewal{}, err
 	}

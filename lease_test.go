@@ -106,9 +106,10 @@ func TestLease_RenewExtendsAndExpiredCannotRenew(t *testing.T) {
 		require.Equal(t, 2, pr.PartitionsClaimed)
 
 		clock.Advance(8 * time.Second)
-		exp, err := b.RenewLease(bg, pr.LeaseID, 30*time.Second)
+		ren, err := b.RenewLease(bg, pr.LeaseID, 30*time.Second)
 		require.NoError(t, err)
-		require.Equal(t, clock.Now().Add(30*time.Second), exp)
+		require.Equal(t, clock.Now().Add(30*time.Second), ren.ExpiresAt)
+		require.Equal(t, 2, ren.Partitions, "one lease, both partitions renewed")
 		clock.Advance(25 * time.Second) // past the original expiry, within the renewal
 		require.Empty(t, pop(t, b, queen.PopRequest{Queue: "r", Partitions: 2, Batch: 10}).Messages, "both partitions stay leased")
 
@@ -211,7 +212,7 @@ func TestLease_WaitTimesOutEmpty(t *testing.T) {
 	require.Empty(t, res.Messages)
 }
 
-func TestLease_AutoAckCommitsOnDelivery(t *testing.T) {
+func TestLease_CommitOnDelivery(t *testing.T) {
 	t.Parallel()
 	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		pushN(t, b, "metrics", "", 5)
@@ -361,10 +362,10 @@ func TestLease_FakeClockWakesWaitingPop(t *testing.T) {
 	}
 }
 
-// An autoAck pop counts delivery attempts like a leased pop: the rest of a
-// batch that came back keeps its count after the autoAck pop took its
-// head.
-func TestLease_AutoAckKeepsAttemptsOfTheRestOfABatch(t *testing.T) {
+// A pop that commits on delivery counts delivery attempts like a leased
+// pop: the rest of a batch that came back keeps its count after that pop
+// took its head.
+func TestLease_CommitOnDeliveryKeepsAttemptsOfTheRestOfABatch(t *testing.T) {
 	t.Parallel()
 	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {
 		for _, autoAck := range []bool{false, true} {
@@ -528,8 +529,8 @@ func (s stillClock) Now() time.Time { return s.c.Now() }
 
 // A lease holds until, not through, its expiry instant: renewed one
 // microsecond before it, it runs d from then; at the very instant it
-// expires, RenewLease and ExtendLease answer ErrLeaseExpired, and the
-// message is delivered again.
+// expires, RenewLease answers ErrLeaseExpired (and again when asked
+// again), and the message is delivered again.
 func TestLease_NotRenewedAtItsExpiryInstant(t *testing.T) {
 	t.Parallel()
 	clock := itest.NewClock()
@@ -542,23 +543,23 @@ func TestLease_NotRenewedAtItsExpiryInstant(t *testing.T) {
 	require.NotEmpty(t, id)
 
 	clock.Advance(lease - time.Microsecond)
-	r, err := b.ExtendLease(bg, id, lease)
+	r, err := b.RenewLease(bg, id, lease)
 	require.NoError(t, err, "one microsecond before its expiry a lease is renewed")
 	require.Equal(t, clock.Now().Add(lease), r.ExpiresAt, "renewed to d from now")
 
 	clock.Advance(lease) // exactly the renewed expiry
 	_, err = b.RenewLease(bg, id, lease)
 	require.ErrorIs(t, err, queen.ErrLeaseExpired, "at its expiry instant a lease is not renewed")
-	_, err = b.ExtendLease(bg, id, lease)
-	require.ErrorIs(t, err, queen.ErrLeaseExpired)
+	_, err = b.RenewLease(bg, id, lease)
+	require.ErrorIs(t, err, queen.ErrLeaseExpired, "asked again")
 	again := pop(t, b, queen.PopRequest{Queue: "q", Partition: "p", Lease: lease})
 	require.Len(t, again.Messages, 1, "the expired lease's message is delivered again")
 	require.Equal(t, pr.Messages[0].TransactionID, again.Messages[0].TransactionID)
 
-	// The same instant, met first by ExtendLease.
+	// The same instant, met by the second lease.
 	clock.Advance(lease)
-	_, err = b.ExtendLease(bg, again.Messages[0].LeaseID, lease)
-	require.ErrorIs(t, err, queen.ErrLeaseExpired, "ExtendLease at the expiry instant")
+	_, err = b.RenewLease(bg, again.Messages[0].LeaseID, lease)
+	require.ErrorIs(t, err, queen.ErrLeaseExpired, "RenewLease at the expiry instant")
 }
 
 // An ack at the very instant its lease expires is refused as the renewal

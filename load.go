@@ -83,7 +83,7 @@ func (b *Broker) loadQueues(txn *badger.Txn) error {
 			return err
 		}
 		name := string(k[1:])
-		q := &queue{name: name, createdAt: m.CreatedAt, cfg: m.Config, parts: make(map[string]*partition), groups: make(map[string]*group), persisted: true}
+		q := &queue{name: name, createdAt: m.CreatedAt, cfg: m.Config.config(), parts: make(map[string]*partition), groups: make(map[string]*group), persisted: true}
 		q.id, _ = uuid.Parse(m.ID)
 		b.queues[name] = q
 		return nil

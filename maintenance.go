@@ -6,7 +6,7 @@ import "context"
 // maintenance switch does for its clients: while it is on, pushes, acks,
 // lease renewals, transactions and every read are served as usual, but
 // pops hand out nothing. A pop without Wait returns an empty result at
-// once; a waiting pop stays parked (until its timeout) and takes nothing,
+// once; a waiting pop keeps waiting (until its timeout) and takes nothing,
 // including a pop that was already waiting when the mode was turned on.
 // Turning the mode off wakes every waiting pop, and the messages pushed
 // meanwhile are delivered as if they had just arrived, each once per group.

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// parkedPops counts the pops of group on queue parked on any partition.
-func parkedPops(b *Broker, queue, group string) int {
+// waitingPops counts the pops of group on queue waiting on any partition.
+func waitingPops(b *Broker, queue, group string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	q := b.queues[queue]
@@ -53,7 +53,7 @@ func TestMaintenanceMode_PopsTakeNothingUntilOff(t *testing.T) {
 		}
 		close(got)
 	}()
-	require.Eventually(t, func() bool { return parkedPops(b, "m", "g") == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return waitingPops(b, "m", "g") == 1 }, 10*time.Second, time.Millisecond)
 
 	require.NoError(t, b.SetMaintenanceMode(ctx, true))
 	require.True(t, b.MaintenanceMode())
@@ -72,7 +72,7 @@ func TestMaintenanceMode_PopsTakeNothingUntilOff(t *testing.T) {
 	res, err := b.Pop(ctx, PopRequest{Queue: "m", Group: "g", Partition: "p1"})
 	require.NoError(t, err)
 	require.Empty(t, res.Messages, "a named partition too")
-	require.Eventually(t, func() bool { return parkedPops(b, "m", "g") == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return waitingPops(b, "m", "g") == 1 }, 10*time.Second, time.Millisecond)
 	select {
 	case res := <-got:
 		t.Fatalf("a waiting pop took %d messages in maintenance mode", len(res.Messages))

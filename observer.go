@@ -86,11 +86,11 @@ type Counters struct {
 	// settled is refused with [ErrAlreadySettled]), nor items that changed
 	// nothing: a repeat of an item in the same call, or an item behind one
 	// that comes back in the same call (delivered again).
-	Acked        map[AckStatus]int64
-	LeasesRenew  int64 // lease renewals
-	LeasesExpire int64 // leases that ran out
-	DeadLettered int64 // messages moved to the dead-letter store
-	Parked       int64 // messages moved to the parked store
+	Acked         map[AckStatus]int64
+	LeasesRenewed int64 // lease renewals
+	LeasesExpired int64 // leases that ran out
+	DeadLettered  int64 // messages moved to the dead-letter store
+	Parked        int64 // messages moved to the parked store
 	// Consumed counts the messages consume loops finished with, by
 	// outcome, released ones included (whether or not a handler ran).
 	Consumed map[Outcome]int64
@@ -147,8 +147,8 @@ func (b *Broker) observe(e Event) {
 func (b *Broker) Counters() Counters {
 	c := &b.counters
 	out := Counters{
-		Pushed: c.pushed.Load(), Popped: c.popped.Load(), LeasesRenew: c.renewed.Load(),
-		LeasesExpire: c.expired.Load(), DeadLettered: c.dead.Load(), Parked: c.parked.Load(),
+		Pushed: c.pushed.Load(), Popped: c.popped.Load(), LeasesRenewed: c.renewed.Load(),
+		LeasesExpired: c.expired.Load(), DeadLettered: c.dead.Load(), Parked: c.parked.Load(),
 		Acked: make(map[AckStatus]int64, len(ackStatuses)), HandlersInFlight: c.handlers.Load(),
 		Consumed: make(map[Outcome]int64, len(outcomes)),
 	}

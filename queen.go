@@ -183,7 +183,7 @@ type Options struct {
 	// read from their mapped files: there is no block cache), and so are
 	// the largest storage transaction and, in memory, the largest payload
 	// (see [Broker.PayloadLimit]). It bounds the engine, not the process:
-	// the broker's own state (queues, partitions, leases, parked pops) and
+	// the broker's own state (queues, partitions, leases, waiting pops) and
 	// the Go runtime's garbage-collection headroom (GOGC) come on top, so
 	// with GOGC=100 a busy process may reach about twice the budget. On
 	// disk, Badger's tables and logs are memory-mapped files: the pages it

@@ -7,13 +7,24 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/queenlite/queen/internal/compat"
 	"github.com/queenlite/queen/internal/keys"
 	"github.com/queenlite/queen/internal/uuid"
 )
 
+func init() {
+	compat.Of = func(cfg any) compat.QueueFields { return cfg.(*QueueConfig).compat }
+	compat.Set = func(cfg any, f compat.QueueFields) { cfg.(*QueueConfig).compat = f }
+}
+
 // QueueConfig is a queue's configuration. [Broker.ConfigureQueue] replaces
 // the whole configuration; start from [DefaultQueueConfig] and change what
 // you need. Durations are truncated to the unit Queen's API uses for them.
+// A QueueConfig from DefaultQueueConfig or from the broker also carries
+// Queen's ttl, deadLetterQueue, dlqAfterMaxRetries and retentionEnabled
+// settings, which the broker stores and reports back on Queen's API but
+// does not act on (it always dead-letters, and runs retention whenever
+// Retention is set); changing the other fields keeps them.
 type QueueConfig struct {
 	// LeaseTime is how long a pop leases its messages when the pop does not
 	// say. Zero means 300 s (60 s for a queue created by a push); below 1 s
@@ -60,13 +71,10 @@ type QueueConfig struct {
 	// Namespace and Task label the queue for discovery pops and listings.
 	Namespace, Task string
 
-	// TTL, DeadLetterQueue, DLQAfterMaxRetries and RetentionEnabled are
-	// accepted and reported back for compatibility with Queen; the broker
-	// always dead-letters and runs retention whenever its duration is set.
-	TTL                time.Duration
-	DeadLetterQueue    bool
-	DLQAfterMaxRetries bool
-	RetentionEnabled   bool
+	// compat holds Queen's settings that do nothing here (ttl,
+	// deadLetterQueue, dlqAfterMaxRetries, retentionEnabled): stored and
+	// reported back on Queen's API, reached through internal/compat.
+	compat compat.QueueFields
 }
 
 // DefaultQueueConfig is the configuration of a queue created by
@@ -76,7 +84,7 @@ func DefaultQueueConfig() QueueConfig {
 		LeaseTime:  DefaultConfiguredLeaseTime,
 		RetryLimit: 3,
 		RetryDelay: time.Second,
-		TTL:        3600 * time.Second,
+		compat:     compat.QueueFields{TTL: 3600 * time.Second},
 	}
 }
 
@@ -95,7 +103,7 @@ func (c *QueueConfig) validate(encryptionKey bool) error {
 	}{
 		{"LeaseTime", c.LeaseTime}, {"RetryDelay", c.RetryDelay}, {"DelayedProcessing", c.DelayedProcessing},
 		{"WindowBuffer", c.WindowBuffer}, {"Retention", c.Retention}, {"CompletedRetention", c.CompletedRetention},
-		{"MaxWaitTime", c.MaxWaitTime}, {"TTL", c.TTL},
+		{"MaxWaitTime", c.MaxWaitTime}, {"TTL", c.compat.TTL},
 	} {
 		if d.v < 0 {
 			return argErr("QueueConfig."+d.name, "must not be negative")
@@ -162,13 +170,35 @@ type queue struct {
 
 // queueMeta is the stored form of a queue.
 type queueMeta struct {
-	ID        string      `json:"id"`
-	CreatedAt int64       `json:"createdAt"`
-	Config    QueueConfig `json:"config"`
+	ID        string       `json:"id"`
+	CreatedAt int64        `json:"createdAt"`
+	Config    storedConfig `json:"config"`
+}
+
+// storedConfig is a QueueConfig as the store keeps it: Queen's settings
+// beside the others, under the names they have always had there.
+type storedConfig struct {
+	QueueConfig
+	TTL                time.Duration
+	DeadLetterQueue    bool
+	DLQAfterMaxRetries bool
+	RetentionEnabled   bool
+}
+
+func storedConfigOf(c QueueConfig) storedConfig {
+	f := c.compat
+	return storedConfig{QueueConfig: c, TTL: f.TTL, DeadLetterQueue: f.DeadLetterQueue, DLQAfterMaxRetries: f.DLQAfterMaxRetries, RetentionEnabled: f.RetentionEnabled}
+}
+
+// config is the QueueConfig s stores.
+func (s storedConfig) config() QueueConfig {
+	c := s.QueueConfig
+	c.compat = compat.QueueFields{TTL: s.TTL, DeadLetterQueue: s.DeadLetterQueue, DLQAfterMaxRetries: s.DLQAfterMaxRetries, RetentionEnabled: s.RetentionEnabled}
+	return c
 }
 
 func (q *queue) meta() []byte {
-	b, _ := json.Marshal(queueMeta{ID: q.id.String(), CreatedAt: q.createdAt, Config: q.cfg})
+	b, _ := json.Marshal(queueMeta{ID: q.id.String(), CreatedAt: q.createdAt, Config: storedConfigOf(q.cfg)})
 	return b
 }
 

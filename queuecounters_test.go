@@ -100,14 +100,14 @@ func TestQueueCounters_Retention(t *testing.T) {
 	require.Zero(t, all["old"].CompletedRetained+all["old"].Evicted)
 }
 
-// TestBroker_ParkedPops counts the long-polls parked now, by queue, a
+// TestBroker_WaitingPops counts the long-polls waiting now, by queue, a
 // queue that does not exist yet included.
-func TestBroker_ParkedPops(t *testing.T) {
+func TestBroker_WaitingPops(t *testing.T) {
 	t.Parallel()
 	b, _ := clocked(t, nil)
 	pushTo(t, b, "a", "p", `{}`)
 	pop(t, b, queen.PopRequest{Queue: "a"}) // leased: the next pops wait
-	require.Empty(t, b.ParkedPops())
+	require.Empty(t, b.WaitingPops())
 
 	ctx, cancel := context.WithCancel(bg)
 	done := make(chan struct{}, 3)
@@ -122,10 +122,10 @@ func TestBroker_ParkedPops(t *testing.T) {
 		}()
 	}
 	itest.AwaitWaiting(t, b, 3)
-	require.Equal(t, map[string]int{"a": 2, "later": 1}, b.ParkedPops())
+	require.Equal(t, map[string]int{"a": 2, "later": 1}, b.WaitingPops())
 	cancel()
 	for range 3 {
 		<-done
 	}
-	require.Empty(t, b.ParkedPops())
+	require.Empty(t, b.WaitingPops())
 }

@@ -357,7 +357,7 @@ func TestSeed_RunningForReal(t *testing.T) {
 		}()
 
 		require.Equal(t, tasks, done)
-		groups, err := broker.ListGroups(ctx, "workers")
+		groups, err := broker.ListGroups(ctx, queen.GroupFilter{Group: "workers"})
 		require.NoError(t, err)
 		require.Zero(t, groups[0].Lag)
 		require.Zero(t, groups[0].ActiveLeases)
@@ -412,7 +412,7 @@ func TestSeed_Fetch(t *testing.T) {
 		}
 
 		require.Equal(t, []string{`0 {"event":"created"}`, `1 {"event":"paid"}`, `2 {"event":"shipped"}`}, fmt.printed())
-		groups, err := broker.ListGroups(ctx, "")
+		groups, err := broker.ListGroups(ctx, queen.GroupFilter{})
 		require.NoError(t, err)
 		require.Empty(t, groups, "no group was created")
 	})

@@ -158,12 +158,6 @@ func (b *Broker) ListQueues(ctx context.Context) ([]QueueStats, error) {
 	return out, nil
 }
 
-// ListGroups describes every consumer group on every queue (queue mode
-// included), by queue then group. A non-empty group restricts the list.
-func (b *Broker) ListGroups(ctx context.Context, group string) ([]GroupStats, error) {
-	return b.groupStats(GroupFilter{Group: group})
-}
-
 // groupStats describes the groups f selects, by queue then group.
 func (b *Broker) groupStats(f GroupFilter) ([]GroupStats, error) {
 	if err := b.enter(); err != nil {

@@ -11,9 +11,9 @@ func init() {
 	testhook.Waiting = func(b any) int { return b.(*Broker).waiting() }
 }
 
-// waiting counts the pops parked now, on any queue, group or partition,
+// waiting counts the pops waiting now, on any queue, group or partition,
 // and the FetchPartitions calls waiting for a push.
-// Tests use it (through internal/testhook) to know a pop is parked
+// Tests use it (through internal/testhook) to know a pop waits
 // instead of sleeping.
 func (b *Broker) waiting() int {
 	b.mu.Lock()
@@ -33,12 +33,12 @@ func (b *Broker) waiting() int {
 	return n
 }
 
-// ParkedPops returns the long-poll pops parked now, waiting for a
-// message, by queue; queues with none are left out. A pop of a queue
-// that does not exist yet counts under its name. Dashboards chart it as
-// Queen's parked count; it takes the broker's lock once, so read it at
-// a sampling interval, not per request.
-func (b *Broker) ParkedPops() map[string]int {
+// WaitingPops returns the long-poll pops waiting now for a message, by
+// queue; queues with none are left out. A pop of a queue that does not
+// exist yet counts under its name. Dashboards chart it as the gauge
+// Queen's wire calls parkedCount; it takes the broker's lock once, so
+// read it at a sampling interval, not per request.
+func (b *Broker) WaitingPops() map[string]int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := make(map[string]int)
@@ -62,14 +62,14 @@ func (b *Broker) ParkedPops() map[string]int {
 	return out
 }
 
-// waiter is a pop parked until something it could take appears.
+// waiter is a pop waiting until something it could take appears.
 type waiter struct {
 	ch         chan struct{} // receives one token per wake
 	prev, next *waiter
 	list       *waitList
 }
 
-// waitList is a FIFO of parked pops. Guarded by Broker.mu. A list kept in
+// waitList is a FIFO of waiting pops. Guarded by Broker.mu. A list kept in
 // a map removes itself from it when its last waiter leaves.
 type waitList struct {
 	head, tail *waiter

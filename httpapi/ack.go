@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -126,12 +125,6 @@ type leaseReply struct {
 	LeaseExpiresAt msTime     `json:"lease_expires_at"`
 }
 
-// leaseExtender is the part of *queen.Broker that counts the partitions
-// a renewal covered; other brokers report 1 for a renewed lease.
-type leaseExtender interface {
-	ExtendLease(ctx context.Context, leaseID string, d time.Duration) (queen.LeaseRenewal, error)
-}
-
 // extendLease serves POST /api/v1/lease/{leaseId}/extend. A refusal is
 // success:false with HTTP 200, as in Queen.
 func (h *handler) extendLease(w http.ResponseWriter, r *http.Request) {
@@ -155,13 +148,7 @@ func (h *handler) extendLease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := time.Duration(secs) * time.Second
-	var ren queen.LeaseRenewal
-	if x, ok := h.b.(leaseExtender); ok {
-		ren, err = x.ExtendLease(r.Context(), leaseID, d)
-	} else {
-		ren.ExpiresAt, err = h.b.RenewLease(r.Context(), leaseID, d)
-		ren.Partitions = 1
-	}
+	ren, err := h.b.RenewLease(r.Context(), leaseID, d)
 	res := leaseReply{LeaseID: leaseID}
 	switch {
 	case errors.Is(err, queen.ErrNotFound):

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/compat"
 	"github.com/queenlite/queen/internal/verbatim"
 	"github.com/queenlite/queen/internal/wire"
 )
@@ -76,17 +77,19 @@ func (h *handler) configure(w http.ResponseWriter, r *http.Request) {
 		cfg.RetryLimit = o.count("retryLimit", int64(cfg.RetryLimit), false)
 		cfg.RetryDelay = o.duration("retryDelay", cfg.RetryDelay, time.Millisecond, maxDurationUnits)
 		cfg.MaxSize = o.count("maxSize", 0, false)
-		cfg.TTL = o.duration("ttl", cfg.TTL, time.Second, maxDurationUnits)
+		q := compat.Of(&cfg)
+		q.TTL = o.duration("ttl", q.TTL, time.Second, maxDurationUnits)
 		cfg.Priority = o.count("priority", 0, true)
 		cfg.DelayedProcessing = o.duration("delayedProcessing", 0, time.Second, maxDurationUnits)
 		cfg.WindowBuffer = o.duration("windowBuffer", 0, time.Second, maxDurationUnits)
 		cfg.Retention = o.duration("retentionSeconds", 0, time.Second, maxDurationUnits)
 		cfg.CompletedRetention = o.duration("completedRetentionSeconds", 0, time.Second, maxDurationUnits)
 		cfg.MaxWaitTime = o.duration("maxWaitTimeSeconds", 0, time.Second, maxDurationUnits)
-		cfg.RetentionEnabled = o.boolean("retentionEnabled", false)
+		q.RetentionEnabled = o.boolean("retentionEnabled", false)
 		cfg.EncryptionEnabled = o.boolean("encryptionEnabled", false)
-		cfg.DeadLetterQueue = o.boolean("deadLetterQueue", false)
-		cfg.DLQAfterMaxRetries = o.boolean("dlqAfterMaxRetries", false)
+		q.DeadLetterQueue = o.boolean("deadLetterQueue", false)
+		q.DLQAfterMaxRetries = o.boolean("dlqAfterMaxRetries", false)
+		compat.Set(&cfg, q)
 		if f.err == nil {
 			f.err = o.err
 		}

@@ -252,7 +252,7 @@ func queueNames(buckets []history.Bucket, only string) []string {
 
 // queueOps serves GET /api/v1/analytics/queue-ops: per bucket and queue
 // (only the one named by queue, if given), pushes, pops, empty pops, acks
-// and their rates, failed acks, lag, the long-polls parked on the queue
+// and their rates, failed acks, lag, the long-polls waiting on the queue
 // (parkedCount, the mean of the bucket's samples, as Queen's gauge), and
 // partitions created and deleted.
 func (h *handler) queueOps(w http.ResponseWriter, r *http.Request) {
@@ -274,7 +274,7 @@ func (h *handler) queueOps(w http.ResponseWriter, r *http.Request) {
 				"emptyPerSecond": perSecond(&b, q.EmptyPops), "partitionCount": q.State.Partitions,
 				"pushPerSecond": perSecond(&b, q.Pushed), "popPerSecond": perSecond(&b, q.Popped), "ackPerSecond": perSecond(&b, q.Acked),
 				"ackFailed": q.AckFailed, "avgLagMs": ms(q.AvgLag()), "maxLagMs": ms(q.LagMax),
-				"parkedCount": round2(q.ParkedPops), "partitionsCreated": q.PartitionsCreated, "partitionsDeleted": q.PartitionsDeleted,
+				"parkedCount": round2(q.WaitingPops), "partitionsCreated": q.PartitionsCreated, "partitionsDeleted": q.PartitionsDeleted,
 			})
 		}
 	}
@@ -345,7 +345,7 @@ func (h *handler) retention(w http.ResponseWriter, r *http.Request) {
 }
 
 // queueParkedReplicas serves GET /api/v1/analytics/queue-parked-replicas:
-// the long-polls parked on each queue per bucket (as queue-ops'
+// the long-polls waiting on each queue per bucket (as queue-ops'
 // parkedCount), all on this process, Queen's one replica.
 func (h *handler) queueParkedReplicas(w http.ResponseWriter, r *http.Request) {
 	win, only, ok := h.queueWindow(w, r)
@@ -360,7 +360,7 @@ func (h *handler) queueParkedReplicas(w http.ResponseWriter, r *http.Request) {
 				continue
 			}
 			rows = append(rows, map[string]any{
-				"bucket": msTime(b.Start), "queueName": q.Name, "hostname": host, "workerId": 0, "parkedCount": round2(q.ParkedPops),
+				"bucket": msTime(b.Start), "queueName": q.Name, "hostname": host, "workerId": 0, "parkedCount": round2(q.WaitingPops),
 			})
 		}
 	}

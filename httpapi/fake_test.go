@@ -34,8 +34,8 @@ func (f failing) Pop(context.Context, queen.PopRequest) (*queen.PopResult, error
 func (f failing) AckBatch(context.Context, []queen.AckItem) ([]queen.AckResult, error) {
 	return nil, f.err
 }
-func (f failing) RenewLease(context.Context, string, time.Duration) (time.Time, error) {
-	return time.Time{}, f.err
+func (f failing) RenewLease(context.Context, string, time.Duration) (queen.LeaseRenewal, error) {
+	return queen.LeaseRenewal{}, f.err
 }
 func (f failing) ExecTransaction(context.Context, []queen.TxOp) (*queen.TxResult, error) {
 	return nil, f.err
@@ -77,7 +77,7 @@ func (f failing) QueueStats(context.Context, string) (*queen.QueueStats, error) 
 	return nil, f.err
 }
 func (f failing) ListQueues(context.Context) ([]queen.QueueStats, error) { return nil, f.err }
-func (f failing) ListGroups(context.Context, string) ([]queen.GroupStats, error) {
+func (f failing) ListGroups(context.Context, queen.GroupFilter) ([]queen.GroupStats, error) {
 	return nil, f.err
 }
 func (f failing) DeleteGroup(context.Context, string, string, bool) (int, error) { return 0, f.err }

@@ -82,7 +82,7 @@ type groupSummary struct {
 // listGroups serves GET /api/v1/consumer-groups: one entry per (group,
 // queue), queue mode included.
 func (h *handler) listGroups(w http.ResponseWriter, r *http.Request) {
-	groups, err := h.b.ListGroups(r.Context(), "")
+	groups, err := h.b.ListGroups(r.Context(), queen.GroupFilter{})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -137,7 +137,7 @@ func (h *handler) getGroup(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	groups, err := h.b.ListGroups(r.Context(), group)
+	groups, err := h.b.ListGroups(r.Context(), queen.GroupFilter{Group: group})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -195,7 +195,7 @@ func (h *handler) laggingGroups(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, p.err)
 		return
 	}
-	groups, err := h.b.ListGroups(r.Context(), "")
+	groups, err := h.b.ListGroups(r.Context(), queen.GroupFilter{})
 	if err != nil {
 		h.writeError(w, r, err)
 		return

@@ -73,9 +73,9 @@
 //
 // # Long polls
 //
-// A pop with wait=true parks until a push makes a message available, its
+// A pop with wait=true waits until a push makes a message available, its
 // timeout passes (at most 60 s), the client goes away, or the handler is
-// shut down through [Options.Shutdown]. A parked pop holds no goroutine
+// shut down through [Options.Shutdown]. A waiting pop holds no goroutine
 // beyond the request's own and uses no CPU.
 //
 // # Access control
@@ -115,7 +115,7 @@ type Broker interface {
 	Push(ctx context.Context, items []queen.PushItem) ([]queen.PushResult, error)
 	Pop(ctx context.Context, req queen.PopRequest) (*queen.PopResult, error)
 	AckBatch(ctx context.Context, items []queen.AckItem) ([]queen.AckResult, error)
-	RenewLease(ctx context.Context, leaseID string, d time.Duration) (time.Time, error)
+	RenewLease(ctx context.Context, leaseID string, d time.Duration) (queen.LeaseRenewal, error)
 	ExecTransaction(ctx context.Context, ops []queen.TxOp) (*queen.TxResult, error)
 
 	ConfigureQueue(ctx context.Context, name string, cfg queen.QueueConfig) (*queen.QueueInfo, error)
@@ -135,7 +135,7 @@ type Broker interface {
 
 	QueueStats(ctx context.Context, name string) (*queen.QueueStats, error)
 	ListQueues(ctx context.Context) ([]queen.QueueStats, error)
-	ListGroups(ctx context.Context, group string) ([]queen.GroupStats, error)
+	ListGroups(ctx context.Context, f queen.GroupFilter) ([]queen.GroupStats, error)
 	DeleteGroup(ctx context.Context, group, queue string, deleteMetadata bool) (int, error)
 	SetGroupSubscription(ctx context.Context, group string, from time.Time) (int, error)
 	SeekGroup(ctx context.Context, group, queue string, opts queen.SeekOptions) (*queen.SeekResult, error)
@@ -239,11 +239,11 @@ type Options struct {
 	// the client is always ignored. Defaults to none (producerSub null).
 	ProducerSub func(r *http.Request) string
 
-	// Shutdown, once closed, ends every parked long-poll at once (each
+	// Shutdown, once closed, ends every waiting long-poll at once (each
 	// answers 204, as if its timeout had passed) and stops later pops from
 	// waiting. Close it when the server starts shutting down, for example
 	// with http.Server.RegisterOnShutdown, since Server.Shutdown otherwise
-	// waits for parked pops to time out. The handler watches it with one
+	// waits for long-polls to time out. The handler watches it with one
 	// goroutine until it is closed. Defaults to nil: long-polls end only at
 	// their timeout or when the client disconnects.
 	Shutdown <-chan struct{}
@@ -340,7 +340,7 @@ type handler struct {
 	timeout   time.Duration
 	batch     int
 
-	// stopped is cancelled when Options.Shutdown closes; parked pops hang
+	// stopped is cancelled when Options.Shutdown closes; waiting pops hang
 	// their cancellation on it with context.AfterFunc.
 	stopped context.Context
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/compat"
 	"github.com/queenlite/queen/internal/verbatim"
 )
 
@@ -227,7 +228,7 @@ func (h *handler) getMessage(w http.ResponseWriter, r *http.Request) {
 	if info, err := h.b.DescribeQueue(r.Context(), m.Queue); err == nil {
 		c := &info.Config
 		d.QueueConfig = map[string]any{"leaseTime": seconds(c.LeaseTime), "retryLimit": c.RetryLimit,
-			"retryDelay": millis(c.RetryDelay), "ttl": seconds(c.TTL), "priority": c.Priority}
+			"retryDelay": millis(c.RetryDelay), "ttl": seconds(compat.Of(c).TTL), "priority": c.Priority}
 	}
 	_, bs, qm := busOf(m)
 	d.Mode = modeOf(qm, bs.TotalGroups)

@@ -106,10 +106,10 @@ var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
 func escapeLabel(s string) string { return labelEscaper.Replace(s) }
 
-// parkedPopper is the method of [*queen.Broker] behind the
+// waitingPopper is the method of [*queen.Broker] behind the
 // queen_pops_waiting gauge.
-type parkedPopper interface {
-	ParkedPops() map[string]int
+type waitingPopper interface {
+	WaitingPops() map[string]int
 }
 
 // prometheus serves GET /metrics/prometheus: counters since the broker
@@ -120,7 +120,7 @@ func (h *handler) prometheus(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	groups, err := h.b.ListGroups(r.Context(), "")
+	groups, err := h.b.ListGroups(r.Context(), queen.GroupFilter{})
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -144,8 +144,8 @@ func (h *handler) prometheus(w http.ResponseWriter, r *http.Request) {
 	}
 	counter("queen_messages_dead_lettered_total", "Messages moved to the dead-letter store since the broker opened.", c.DeadLettered)
 	counter("queen_messages_parked_total", "Messages moved to the parked store since the broker opened.", c.Parked)
-	counter("queen_lease_renewals_total", "Lease renewals since the broker opened.", c.LeasesRenew)
-	counter("queen_lease_expirations_total", "Leases that ran out since the broker opened.", c.LeasesExpire)
+	counter("queen_lease_renewals_total", "Lease renewals since the broker opened.", c.LeasesRenewed)
+	counter("queen_lease_expirations_total", "Leases that ran out since the broker opened.", c.LeasesExpired)
 	p.family("queen_consume_messages_total", "counter", "Messages consume loops finished since the broker opened, by outcome.")
 	outcomes := make([]string, 0, len(c.Consumed))
 	for o := range c.Consumed {
@@ -202,8 +202,8 @@ func (h *handler) prometheus(w http.ResponseWriter, r *http.Request) {
 	for _, g := range groups {
 		p.sample("queen_consumer_inflight_messages", float64(g.InFlight), "queue", g.Queue, "group", g.Group)
 	}
-	if pp, ok := h.b.(parkedPopper); ok {
-		waiting := pp.ParkedPops()
+	if pp, ok := h.b.(waitingPopper); ok {
+		waiting := pp.WaitingPops()
 		names := make([]string, 0, len(waiting))
 		for q := range waiting {
 			names = append(names, q)

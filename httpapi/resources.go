@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/compat"
 	"github.com/queenlite/queen/internal/wire"
 )
 
@@ -209,7 +210,7 @@ func (h *handler) statusQueue(w http.ResponseWriter, r *http.Request) {
 		"id": qs.ID, "name": qs.Name, "namespace": c.Namespace, "task": c.Task, "priority": c.Priority,
 		"createdAt": msTime(qs.CreatedAt),
 		"config": map[string]any{"leaseTime": seconds(c.LeaseTime), "retryLimit": c.RetryLimit, "retryDelay": millis(c.RetryDelay),
-			"ttl": seconds(c.TTL), "maxQueueSize": c.MaxSize, "deadLetterQueue": c.DeadLetterQueue},
+			"ttl": seconds(compat.Of(c).TTL), "maxQueueSize": c.MaxSize, "deadLetterQueue": compat.Of(c).DeadLetterQueue},
 		"options": wire.OptionsOf(c),
 		"groups":  qs.Groups,
 		"counts":  wire.QueueCounts(qs),
@@ -336,7 +337,7 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	groups, err := h.b.ListGroups(r.Context(), "")
+	groups, err := h.b.ListGroups(r.Context(), queen.GroupFilter{})
 	if err != nil {
 		h.writeError(w, r, err)
 		return

@@ -383,7 +383,7 @@ func TestMetrics_PopsWaiting(t *testing.T) {
 		_, err := e.b.Pop(ctx, queen.PopRequest{Queue: "jobs", Wait: true, Timeout: time.Minute})
 		done <- err
 	}()
-	require.Eventually(t, func() bool { return e.b.ParkedPops()["jobs"] == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return e.b.WaitingPops()["jobs"] == 1 }, 10*time.Second, time.Millisecond)
 	text := e.do("GET", "/metrics/prometheus", nil).Body.String()
 	require.Contains(t, text, "# TYPE queen_pops_waiting gauge\n")
 	require.Contains(t, text, `queen_pops_waiting{queue="jobs"} 1`+"\n")

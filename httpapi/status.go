@@ -74,7 +74,7 @@ func (h *handler) status(w http.ResponseWriter, r *http.Request) {
 		dead += qs.DeadLetters
 	}
 
-	groups, err := h.b.ListGroups(ctx, "")
+	groups, err := h.b.ListGroups(ctx, queen.GroupFilter{})
 	if err != nil {
 		h.writeError(w, r, err)
 		return

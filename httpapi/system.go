@@ -85,7 +85,7 @@ func (h *handler) getMaintenance(w http.ResponseWriter, r *http.Request) {
 // deliver nothing until both flags are off, so a client sees the same:
 // nothing pushed meanwhile is consumed until then, and all of it after
 // (Queen's pops still deliver what was stored before; here they wait
-// too). A pop without wait answers 204 at once; a long-poll stays parked
+// too). A pop without wait answers 204 at once; a long-poll keeps waiting
 // until the mode ends or its timeout passes (Queen answers 204 at once,
 // which sends polling clients round in a tight loop).
 func (h *handler) setMaintenance(w http.ResponseWriter, r *http.Request) {

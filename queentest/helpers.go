@@ -59,7 +59,7 @@ func drained(b *queen.Broker, queue, group string) (bool, string, error) {
 	if name == "" {
 		name = queen.QueueModeGroup
 	}
-	groups, err := b.ListGroups(ctx, name)
+	groups, err := b.ListGroups(ctx, queen.GroupFilter{Group: name})
 	if err != nil {
 		return false, "", err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/compat"
 	"github.com/queenlite/queen/internal/wire"
 )
 
@@ -35,7 +36,7 @@ func (c *Client) ConfigureQueue(ctx context.Context, name string, cfg queen.Queu
 		v time.Duration
 	}{{"LeaseTime", cfg.LeaseTime}, {"RetryDelay", cfg.RetryDelay}, {"DelayedProcessing", cfg.DelayedProcessing},
 		{"WindowBuffer", cfg.WindowBuffer}, {"Retention", cfg.Retention}, {"CompletedRetention", cfg.CompletedRetention},
-		{"MaxWaitTime", cfg.MaxWaitTime}, {"TTL", cfg.TTL}} {
+		{"MaxWaitTime", cfg.MaxWaitTime}, {"TTL", compat.Of(&cfg).TTL}} {
 		if d.v < 0 {
 			return nil, &queen.ArgumentError{Field: "QueueConfig." + d.f, Reason: "must not be negative"}
 		}
@@ -162,9 +163,10 @@ func (s *statusQueueJSON) info() *queen.QueueInfo {
 		info.Config = q.Options.Config(str(q.Namespace), str(q.Task))
 	} else { // Queen's server: the config block only
 		info.Config = queen.QueueConfig{LeaseTime: time.Duration(q.Config.LeaseTime) * time.Second, RetryLimit: q.Config.RetryLimit,
-			RetryDelay: time.Duration(q.Config.RetryDelay) * time.Millisecond, TTL: time.Duration(q.Config.TTL) * time.Second,
-			MaxSize: q.Config.MaxQueueSize, DeadLetterQueue: q.Config.DeadLetterQueue, Priority: q.Priority,
+			RetryDelay: time.Duration(q.Config.RetryDelay) * time.Millisecond,
+			MaxSize:    q.Config.MaxQueueSize, Priority: q.Priority,
 			Namespace: str(q.Namespace), Task: str(q.Task)}
+		compat.Set(&info.Config, compat.QueueFields{TTL: time.Duration(q.Config.TTL) * time.Second, DeadLetterQueue: q.Config.DeadLetterQueue})
 	}
 	for _, p := range s.Partitions {
 		if p.Name == queen.DefaultPartition {
@@ -286,7 +288,7 @@ func (c *Client) ListQueues(ctx context.Context) ([]queen.QueueStats, error) {
 // groupsByQueue names the consumer groups of every queue, sorted, from
 // the group listing: Queen's server names none in its queue answers.
 func (c *Client) groupsByQueue(ctx context.Context) (map[string][]string, error) {
-	gs, err := c.ListGroups(ctx, "")
+	gs, err := c.ListGroups(ctx, queen.GroupFilter{})
 	if err != nil {
 		return nil, err
 	}
@@ -461,15 +463,19 @@ func (c *Client) SeekPartition(ctx context.Context, group, queue, partition stri
 	return res, nil
 }
 
-// ListGroups describes consumer groups (only group when not empty), as
+// ListGroups describes the consumer groups f selects, as
 // [queen.Broker.ListGroups], without Consumed, LastAckAt and
-// OldestPendingAt. Queen's server does not send a group's subscription
+// OldestPendingAt (so f.MaxProbes, which bounds the reads that find
+// OldestPendingAt, changes nothing but must not be negative). Queen's server does not send a group's subscription
 // mode, start time, join time, lag in messages, in-flight messages or live
 // leases: Mode is "", From and JoinedAt are zero, and Lag, InFlight and
 // ActiveLeases are 0 there, which says nothing about the group (read
 // PartitionsWithLag, which it does send). Partitions counts the cursors
 // it has.
-func (c *Client) ListGroups(ctx context.Context, group string) ([]queen.GroupStats, error) {
+func (c *Client) ListGroups(ctx context.Context, f queen.GroupFilter) ([]queen.GroupStats, error) {
+	if f.MaxProbes < 0 {
+		return nil, &queen.ArgumentError{Field: "MaxProbes", Reason: "must not be negative"}
+	}
 	var out []struct {
 		Name                  string  `json:"name"`
 		QueueName             string  `json:"queueName"`
@@ -499,7 +505,7 @@ func (c *Client) ListGroups(ctx context.Context, group string) ([]queen.GroupSta
 		return nil, &TransportError{Op: r.op, URL: c.redacted(r), Err: fmt.Errorf("answer 200 is not a list of groups: %w", err)}
 	}
 	for _, g := range out {
-		if group != "" && g.Name != group {
+		if (f.Group != "" && g.Name != f.Group) || (f.Queue != "" && g.QueueName != f.Queue) {
 			continue
 		}
 		s := queen.GroupStats{Queue: g.QueueName, Group: g.Name, Mode: queen.SubscriptionMode(str(g.SubscriptionMode)),

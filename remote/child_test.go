@@ -157,7 +157,7 @@ func TestChildProcess(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, read[queen.DefaultPartition].Records, 1)
 
-	gs, err := c.ListGroups(ctx, "billing")
+	gs, err := c.ListGroups(ctx, queen.GroupFilter{Group: "billing"})
 	require.NoError(t, err)
 	require.Len(t, gs, 1)
 	require.Zero(t, gs[0].Lag)

@@ -19,6 +19,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/queenlite/queen"
 	"github.com/queenlite/queen/httpapi"
+	"github.com/queenlite/queen/internal/compat"
 	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/queenlite/queen/queentest"
 	"github.com/queenlite/queen/remote"
@@ -504,6 +505,9 @@ func (p *printer) any(x any) {
 			x = x.Truncate(time.Millisecond) // documented: a lease's expiry has millisecond precision over HTTP (as p.ms)
 		}
 		p.f("%s\n", p.tm(x))
+	case queen.LeaseRenewal:
+		p.any(x.ExpiresAt)
+		p.f("partitions %d\n", x.Partitions)
 	case []queen.PushResult:
 		p.f("pushed %d\n", len(x))
 		for _, r := range x {
@@ -672,9 +676,10 @@ func (p *printer) config(c *queen.QueueConfig, labelsOnly bool) {
 		p.f("  config ns=%q task=%q priority=%d\n", c.Namespace, c.Task, c.Priority)
 		return
 	}
+	q := compat.Of(c)
 	p.f("  config lease=%s retries=%d retryDelay=%s maxSize=%d delayed=%s window=%s retention=%s completedRetention=%s maxWait=%s priority=%d encrypted=%v ns=%q task=%q ttl=%s dlq=%v dlqAfterMax=%v retentionEnabled=%v\n",
 		c.LeaseTime, c.RetryLimit, c.RetryDelay, c.MaxSize, c.DelayedProcessing, c.WindowBuffer, c.Retention, c.CompletedRetention,
-		c.MaxWaitTime, c.Priority, c.EncryptionEnabled, c.Namespace, c.Task, c.TTL, c.DeadLetterQueue, c.DLQAfterMaxRetries, c.RetentionEnabled)
+		c.MaxWaitTime, c.Priority, c.EncryptionEnabled, c.Namespace, c.Task, q.TTL, q.DeadLetterQueue, q.DLQAfterMaxRetries, q.RetentionEnabled)
 }
 
 // queueInfo prints a queue's description. Over HTTP (documented) the

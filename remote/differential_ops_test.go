@@ -154,7 +154,7 @@ func (d *diff) verify() {
 	for _, q := range []string{"q0", "q1", "q2"} {
 		d.do("verify.stats", func(k int, c queen.Client) any { return ans(c.QueueStats(d.ctx, q)) })
 	}
-	d.do("verify.groups", func(k int, c queen.Client) any { return ans(c.ListGroups(d.ctx, "")) })
+	d.do("verify.groups", func(k int, c queen.Client) any { return ans(c.ListGroups(d.ctx, queen.GroupFilter{})) })
 	d.do("verify.queues", func(k int, c queen.Client) any { return ans(c.ListQueues(d.ctx)) })
 	all := queen.LetterFilter{Limit: 1000}
 	d.do("verify.dead", func(k int, c queen.Client) any { return letters(all)(c.DeadLetters(d.ctx, all)) })
@@ -167,8 +167,8 @@ func (x *dex) stats(q string) {
 }
 
 func (x *dex) listGroups(g string) {
-	x.d.emit("d.do(%q, func(k int, c queen.Client) any { return ans(c.ListGroups(ctx, %s)) })", "listGroups", gq(g))
-	x.d.do("listGroups", func(k int, c queen.Client) any { return ans(c.ListGroups(x.d.ctx, g)) })
+	x.d.emit("d.do(%q, func(k int, c queen.Client) any { return ans(c.ListGroups(ctx, queen.GroupFilter{Group: %s})) })", "listGroups", gq(g))
+	x.d.do("listGroups", func(k int, c queen.Client) any { return ans(c.ListGroups(x.d.ctx, queen.GroupFilter{Group: g})) })
 }
 
 // Go literals for the reproducer.

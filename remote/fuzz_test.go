@@ -79,7 +79,7 @@ var fuzzCalls = []func(ctx context.Context, c *remote.Client) (ok bool, err erro
 		return true, err
 	},
 	func(ctx context.Context, c *remote.Client) (bool, error) {
-		_, err := c.ListGroups(ctx, "")
+		_, err := c.ListGroups(ctx, queen.GroupFilter{})
 		return true, err
 	},
 	func(ctx context.Context, c *remote.Client) (bool, error) {

@@ -225,8 +225,8 @@ type popMessageJS struct {
 var emptyPops = map[string]bool{"no_available_partition": true, "lease_held": true, "partition_not_found": true,
 	"window_buffer_active": true, "paused": true}
 
-// popQuery checks req as the broker does (the deprecated AutoAck counts
-// as CommitOnDelivery) and builds the pop's path and query.
+// popQuery checks req as the broker does and builds the pop's path and
+// query.
 func popQuery(req *queen.PopRequest) (string, url.Values, error) {
 	bad := func(field, reason string) error {
 		return &queen.ArgumentError{Field: "PopRequest." + field, Reason: reason}
@@ -269,7 +269,6 @@ func popQuery(req *queen.PopRequest) (string, url.Values, error) {
 	if req.Conflation && group == "" {
 		return "", nil, bad("Conflation", "needs a consumer group")
 	}
-	req.CommitOnDelivery = req.CommitOnDelivery || req.AutoAck // the deprecated name still counts
 	if req.Conflation && req.CommitOnDelivery {
 		return "", nil, bad("Conflation", "cannot be combined with CommitOnDelivery")
 	}
@@ -613,6 +612,7 @@ type leaseResultJSON struct {
 	Error        *string `json:"error"`
 	ExpiresAt    *string `json:"expiresAt"`
 	NewExpiresAt *string `json:"newExpiresAt"`
+	Renewed      *int    `json:"renewed"` // partitions renewed (2.x)
 }
 
 // leaseAnswer reads either form of a lease-extend answer.
@@ -635,18 +635,19 @@ func (l *leaseAnswer) UnmarshalJSON(b []byte) error {
 // as [queen.Broker.RenewLease], in whole seconds (rounded up). An expired
 // lease is [queen.ErrLeaseExpired], an unknown or released one
 // [queen.ErrNotFound], a d above [queen.MaxLease] an
-// [*queen.ArgumentError]. The expiry has millisecond precision. Both
+// [*queen.ArgumentError]. The expiry has millisecond precision; the
+// partitions renewed are the answer's renewed, 1 when it has none. Both
 // answers are read: the object of cmd/queen and Queen 2.x, and the array
 // of Queen's 1.x server.
-func (c *Client) RenewLease(ctx context.Context, leaseID string, d time.Duration) (time.Time, error) {
+func (c *Client) RenewLease(ctx context.Context, leaseID string, d time.Duration) (queen.LeaseRenewal, error) {
 	if d < 0 {
-		return time.Time{}, &queen.ArgumentError{Field: "d", Reason: "must not be negative"}
+		return queen.LeaseRenewal{}, &queen.ArgumentError{Field: "d", Reason: "must not be negative"}
 	}
 	if d > queen.MaxLease {
-		return time.Time{}, &queen.ArgumentError{Field: "d", Reason: fmt.Sprintf("must be at most %v, not %v", queen.MaxLease, d)}
+		return queen.LeaseRenewal{}, &queen.ArgumentError{Field: "d", Reason: fmt.Sprintf("must be at most %v, not %v", queen.MaxLease, d)}
 	}
 	if leaseID == "" {
-		return time.Time{}, queen.ErrNotFound
+		return queen.LeaseRenewal{}, queen.ErrNotFound
 	}
 	if d == 0 {
 		d = queen.DefaultLeaseTime
@@ -659,25 +660,28 @@ func (c *Client) RenewLease(ctx context.Context, leaseID string, d time.Duration
 	if err := c.call(ctx, r, &out); err != nil {
 		var ae *queen.ArgumentError
 		if asArg(err, &ae) && ae.Field == "leaseId" { // not a lease id this server could have issued
-			return time.Time{}, queen.ErrNotFound
+			return queen.LeaseRenewal{}, queen.ErrNotFound
 		}
-		return time.Time{}, err
+		return queen.LeaseRenewal{}, err
 	}
 	if len(out) == 0 {
-		return time.Time{}, &TransportError{Op: "renew", URL: c.redacted(r), Err: fmt.Errorf("no result")}
+		return queen.LeaseRenewal{}, &TransportError{Op: "renew", URL: c.redacted(r), Err: fmt.Errorf("no result")}
 	}
 	if !out[0].Success {
 		text := either(out[0].Error, nil)
 		if text == "Lease not found" {
-			return time.Time{}, queen.ErrNotFound
+			return queen.LeaseRenewal{}, queen.ErrNotFound
 		}
-		return time.Time{}, queen.ErrLeaseExpired
+		return queen.LeaseRenewal{}, queen.ErrLeaseExpired
 	}
-	exp := time.Time{}
+	ren := queen.LeaseRenewal{Partitions: 1}
 	if at := either(out[0].NewExpiresAt, out[0].ExpiresAt); at != "" {
-		exp = parseTime(at)
+		ren.ExpiresAt = parseTime(at)
 	}
-	return exp, nil
+	if n := out[0].Renewed; n != nil && *n > 0 {
+		ren.Partitions = *n
+	}
+	return ren, nil
 }
 
 // Renew extends the lease msg was delivered under by its queue's
@@ -692,7 +696,8 @@ func (c *Client) Renew(ctx context.Context, msg *queen.Message) (time.Time, erro
 	} else if err != nil && !isNotFound(err) {
 		return time.Time{}, err
 	}
-	return c.RenewLease(ctx, msg.LeaseID, d)
+	r, err := c.RenewLease(ctx, msg.LeaseID, d)
+	return r.ExpiresAt, err
 }
 
 // txReply is a transaction's answer.

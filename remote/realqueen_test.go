@@ -173,9 +173,9 @@ func TestRealQueen_PopLease(t *testing.T) {
 	p := popReal(t, c, queen.PopRequest{Queue: "l", Lease: 10 * time.Minute})
 	require.Len(t, p.Messages, 1, "the refused pop took nothing")
 	// An extension by 1 s keeps the later expiry: the one the pop's Lease set.
-	exp, err := c.RenewLease(ctx, p.LeaseID, time.Second)
+	ren, err := c.RenewLease(ctx, p.LeaseID, time.Second)
 	require.NoError(t, err)
-	require.WithinDuration(t, time.Now().Add(10*time.Minute), exp, 30*time.Second)
+	require.WithinDuration(t, time.Now().Add(10*time.Minute), ren.ExpiresAt, 30*time.Second)
 }
 
 // A mixed ack batch on Queen's server tells the same story as on a

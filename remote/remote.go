@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/clientrt"
 )
 
 // Server names the kind of server a [Client] talks to.
@@ -131,7 +132,7 @@ type Client struct {
 	retries int
 	backoff time.Duration
 	log     *slog.Logger
-	rt      *queen.Runtime
+	rt      runtime
 
 	server atomic.Int32 // a Server; ServerDetect until known
 	detect sync.Mutex   // one /health probe at a time
@@ -213,8 +214,19 @@ func Dial(baseURL string, opts *Options) (*Client, error) {
 	c.servers = newServers(list, cmp.Or(o.VirtualNodes, DefaultVirtualNodes), cmp.Or(o.ReadmitBackoff, time.Second),
 		max(cmp.Or(o.ReadmitBackoffMax, 30*time.Second), cmp.Or(o.ReadmitBackoff, time.Second)), nowOf(o.Clock))
 	c.stop, c.cancel = context.WithCancel(context.Background())
-	c.rt = queen.NewRuntime(c, &queen.RuntimeOptions{DrainTimeout: o.DrainTimeout, Logger: c.log, Observer: o.Observer, Clock: o.Clock})
+	c.rt = clientrt.New(c, clientrt.Options{DrainTimeout: o.DrainTimeout, Logger: c.log, Observer: o.Observer, Clock: o.Clock}).(runtime)
 	return c, nil
+}
+
+// runtime is what c's builders, consume loops and transactions share,
+// kept by package queen (see internal/clientrt).
+type runtime interface {
+	Queue(name string) *queen.QueueBuilder
+	Transaction() *queen.Transaction
+	Admin() *queen.Admin
+	Settled(items []queen.AckItem, results []queen.AckResult)
+	Close() error
+	Now() time.Time
 }
 
 // Close drains the consume loops started on c (see

@@ -563,7 +563,7 @@ func TestConsume_AckBatchPartlyRefusedAfterALostLease(t *testing.T) {
 		require.NoError(t, s.AckErr, "%s", id)
 	}
 	require.Equal(t, map[string]int{gone + "0": 2, gone + "1": 2, kept + "0": 1, kept + "1": 1}, seen)
-	gs, err := b.ListGroups(ctx, "g")
+	gs, err := b.ListGroups(ctx, queen.GroupFilter{Group: "g"})
 	require.NoError(t, err)
 	require.Len(t, gs, 1)
 	require.Zero(t, gs[0].Lag, "everything settled in the end")
@@ -702,7 +702,7 @@ func TestConsume_LoopBatchesAcks(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.LessOrEqual(t, len(requests), 2, "ack requests for 100 messages of one lane: %v", requests)
-	gs, err := b.ListGroups(ctx, "g")
+	gs, err := b.ListGroups(ctx, queen.GroupFilter{Group: "g"})
 	require.NoError(t, err)
 	require.Len(t, gs, 1)
 	require.Zero(t, gs[0].Lag)

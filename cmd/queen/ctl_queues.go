@@ -223,7 +223,7 @@ func ctlGroups(x *ctl, args []string) error {
 	if err != nil {
 		return err
 	}
-	gs, err := c.ListGroups(x.ctx, group)
+	gs, err := c.ListGroups(x.ctx, queen.GroupFilter{Group: group})
 	if err != nil {
 		return err
 	}
@@ -264,7 +264,7 @@ func groupsOn(x *ctl, queue string) ([]queen.GroupStats, error) {
 	if err != nil {
 		return nil, err
 	}
-	all, err := c.ListGroups(x.ctx, "")
+	all, err := c.ListGroups(x.ctx, queen.GroupFilter{})
 	if err != nil {
 		return nil, err
 	}

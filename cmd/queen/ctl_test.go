@@ -351,7 +351,7 @@ func TestCtl_Seek(t *testing.T) {
 	e.push(t, "orders", "eu", `4`)
 	e.settle(t, "orders", "billing", queen.AckCompleted, "")
 	lag := func() int64 {
-		gs, err := e.b.ListGroups(context.Background(), "billing")
+		gs, err := e.b.ListGroups(context.Background(), queen.GroupFilter{Group: "billing"})
 		require.NoError(t, err)
 		require.Len(t, gs, 1)
 		return gs[0].Lag
@@ -562,7 +562,7 @@ func TestCtl_Tail(t *testing.T) {
 		require.Contains(t, text, `  eu  1  {"new":4,"text":"long long`)
 		require.Contains(t, text, "…\n", "a long line is cut")
 
-		gs, err := e.b.ListGroups(context.Background(), "")
+		gs, err := e.b.ListGroups(context.Background(), queen.GroupFilter{})
 		require.NoError(t, err)
 		require.Empty(t, gs, "tail reads by offset: no group, no lease")
 	})

@@ -410,7 +410,7 @@ func (c *config) brokerOptions(logger *slog.Logger) *queen.Options {
 }
 
 // handler is the API of c on b, checked by auth (nil for none), charting
-// from hist (nil for none); closing stopPolls ends the parked long-polls.
+// from hist (nil for none); closing stopPolls ends the waiting long-polls.
 func (c *config) handler(b *queen.Broker, auth *authorizer, hist *history.Recorder, logger *slog.Logger, stopPolls <-chan struct{}) http.Handler {
 	hopts := &httpapi.Options{
 		Logger: logger, Shutdown: stopPolls, MaxBodyBytes: c.maxBody,

@@ -135,8 +135,8 @@ func RegisterMetrics(b *queen.Broker, opts *MetricsOptions) (metric.Registration
 		obs.ObserveInt64(popped, s.Popped)
 		obs.ObserveInt64(dead, s.DeadLettered)
 		obs.ObserveInt64(parked, s.Parked)
-		obs.ObserveInt64(renewals, s.LeasesRenew)
-		obs.ObserveInt64(expiries, s.LeasesExpire)
+		obs.ObserveInt64(renewals, s.LeasesRenewed)
+		obs.ObserveInt64(expiries, s.LeasesExpired)
 		for st, n := range s.Acked {
 			obs.ObserveInt64(acked, n, metric.WithAttributes(AttrAckStatus.String(string(st))))
 		}
@@ -151,7 +151,7 @@ func RegisterMetrics(b *queen.Broker, opts *MetricsOptions) (metric.Registration
 		if err != nil {
 			return fmt.Errorf("queenotel: list queues: %w", err)
 		}
-		groups, err := b.ListGroups(ctx, "")
+		groups, err := b.ListGroups(ctx, queen.GroupFilter{})
 		if err != nil {
 			return fmt.Errorf("queenotel: list groups: %w", err)
 		}

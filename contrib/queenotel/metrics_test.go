@@ -135,8 +135,8 @@ func TestRegisterMetrics_CountersMatchBroker(t *testing.T) {
 		"queen.messages.popped":         s.Popped,
 		"queen.messages.dead_lettered":  s.DeadLettered,
 		"queen.messages.parked":         s.Parked,
-		"queen.lease.renewals":          s.LeasesRenew,
-		"queen.lease.expirations":       s.LeasesExpire,
+		"queen.lease.renewals":          s.LeasesRenewed,
+		"queen.lease.expirations":       s.LeasesExpired,
 		"queen.consume.handlers.active": s.HandlersInFlight,
 	}
 	for st, n := range s.Acked {
@@ -158,10 +158,10 @@ func TestRegisterMetrics_CountersMatchBroker(t *testing.T) {
 	require.EqualValues(t, 2, got["queen.messages.parked"])
 
 	clock.Advance(2 * time.Minute) // the audit lease runs out
-	require.Eventually(t, func() bool { return b.Counters().LeasesExpire > 0 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return b.Counters().LeasesExpired > 0 }, 5*time.Second, 5*time.Millisecond)
 	got, err = collect(t, r)
 	require.NoError(t, err)
-	require.Equal(t, float64(b.Counters().LeasesExpire), got["queen.lease.expirations"])
+	require.Equal(t, float64(b.Counters().LeasesExpired), got["queen.lease.expirations"])
 }
 
 func TestRegisterMetrics_QueueAndGroupGauges(t *testing.T) {

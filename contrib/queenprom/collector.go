@@ -121,9 +121,9 @@ func NewCollector(b *queen.Broker, opts *Options) (*Collector, error) {
 		{desc("queen_messages_parked_total", "Messages moved to the parked store since the broker opened."),
 			func(s *queen.Counters) int64 { return s.Parked }},
 		{desc("queen_lease_renewals_total", "Lease renewals since the broker opened."),
-			func(s *queen.Counters) int64 { return s.LeasesRenew }},
+			func(s *queen.Counters) int64 { return s.LeasesRenewed }},
 		{desc("queen_lease_expirations_total", "Leases that ran out since the broker opened."),
-			func(s *queen.Counters) int64 { return s.LeasesExpire }},
+			func(s *queen.Counters) int64 { return s.LeasesExpired }},
 	}
 	c.acked = desc("queen_messages_acked_total", "Ack items accepted since the broker opened, by status.", "status")
 	c.consumed = desc("queen_consume_messages_total", "Messages consume loops finished since the broker opened, by outcome.", "outcome")
@@ -204,7 +204,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- constMetric(c.consumed, prometheus.CounterValue, float64(s.Consumed[o]), string(o))
 	}
 	ch <- constMetric(c.handlers, prometheus.GaugeValue, float64(s.HandlersInFlight))
-	waiting := c.b.ParkedPops()
+	waiting := c.b.WaitingPops()
 	for _, q := range sortedKeys(waiting) {
 		ch <- constMetric(c.waiting, prometheus.GaugeValue, float64(waiting[q]), q)
 	}
@@ -223,7 +223,7 @@ func (c *Collector) collectStats(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(c.queues, fmt.Errorf("queenprom: list queues: %w", err))
 		return
 	}
-	groups, err := c.b.ListGroups(ctx, "")
+	groups, err := c.b.ListGroups(ctx, queen.GroupFilter{})
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.perGroup[0].desc, fmt.Errorf("queenprom: list groups: %w", err))
 		return

@@ -123,8 +123,8 @@ func TestCollector_CountersMatchBroker(t *testing.T) {
 		"queen_messages_popped_total":        s.Popped,
 		"queen_messages_dead_lettered_total": s.DeadLettered,
 		"queen_messages_parked_total":        s.Parked,
-		"queen_lease_renewals_total":         s.LeasesRenew,
-		"queen_lease_expirations_total":      s.LeasesExpire,
+		"queen_lease_renewals_total":         s.LeasesRenewed,
+		"queen_lease_expirations_total":      s.LeasesExpired,
 		"queen_consume_handlers_inflight":    s.HandlersInFlight,
 	}
 	for st, n := range s.Acked {
@@ -150,9 +150,9 @@ func TestCollector_CountersMatchBroker(t *testing.T) {
 
 	// The leased message's lease runs out: the expiry is counted.
 	clock.Advance(2 * time.Minute)
-	require.Eventually(t, func() bool { return b.Counters().LeasesExpire > 0 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return b.Counters().LeasesExpired > 0 }, 5*time.Second, 5*time.Millisecond)
 	got = gather(t, c)
-	require.Equal(t, float64(b.Counters().LeasesExpire), got["queen_lease_expirations_total"])
+	require.Equal(t, float64(b.Counters().LeasesExpired), got["queen_lease_expirations_total"])
 }
 
 func TestCollector_QueueAndGroupGauges(t *testing.T) {
@@ -241,7 +241,7 @@ func TestCollector_AgreesWithHTTPAPI(t *testing.T) {
 		cancel()
 		require.ErrorIs(t, <-popped, context.Canceled)
 	}()
-	require.Eventually(t, func() bool { return b.ParkedPops()["idle"] == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return b.WaitingPops()["idle"] == 1 }, 10*time.Second, time.Millisecond)
 
 	rec := httptest.NewRecorder()
 	httpapi.New(b, nil).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics/prometheus", nil))

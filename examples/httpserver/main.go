@@ -54,7 +54,7 @@ func main() {
 	})
 
 	// The broker's API, under a prefix. Closing stop at shutdown ends
-	// parked long-polls at once instead of letting them run to their timeout.
+	// waiting long-polls at once instead of letting them run to their timeout.
 	stop := make(chan struct{})
 	mux.Handle("/queen/", http.StripPrefix("/queen", httpapi.New(b, &httpapi.Options{Shutdown: stop})))
 

@@ -29,8 +29,8 @@ func groupPath(name string) string {
 type groupsData struct {
 	Queue  string
 	Groups []queen.GroupStats
-	// NoConsumed is set for a client without FindGroups (remote's), whose
-	// groups carry no Consumed count: shown as "—", not 0.
+	// NoConsumed is set for a client that is not an in-process broker
+	// (remote's), whose groups carry no Consumed count: shown as "—", not 0.
 	NoConsumed bool
 	Pager      pager
 	Links      links
@@ -49,7 +49,7 @@ func (h *handler) groupsPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page := pageOf(&p, all)
-	h.render(w, r, http.StatusOK, "groups", groupsData{Queue: queue, Groups: page, NoConsumed: !h.findsGroups(), Pager: p, Links: pageLinks(r, p)})
+	h.render(w, r, http.StatusOK, "groups", groupsData{Queue: queue, Groups: page, NoConsumed: !h.countsGroups(), Pager: p, Links: pageLinks(r, p)})
 }
 
 type groupData struct {
@@ -86,13 +86,6 @@ func (h *handler) findGroup(r *http.Request, queue, group string) (*queen.GroupS
 	return nil, queen.ErrGroupNotFound
 }
 
-// findsGroups reports whether the client has FindGroups, and with it
-// groups' Consumed counts.
-func (h *handler) findsGroups() bool {
-	_, ok := h.c.(groupFinder)
-	return ok
-}
-
 // groupName reads the {group} path value, the queue-mode group's
 // reserved name standing for itself.
 func groupName(r *http.Request) string { return r.PathValue("group") }
@@ -115,7 +108,7 @@ func (h *handler) groupPage(w http.ResponseWriter, r *http.Request) {
 		h.clientErr(w, r, err)
 		return
 	}
-	d := groupData{GroupStats: *gs, NoConsumed: !h.findsGroups(), Search: search}
+	d := groupData{GroupStats: *gs, NoConsumed: !h.countsGroups(), Search: search}
 	_, lister := h.c.(partitionLister)
 	d.NoCursors = !lister && len(parts.Partitions) > 0
 	for _, ps := range parts.Partitions {

@@ -67,7 +67,7 @@ func TestConsole_Groups(t *testing.T) {
 	require.Contains(t, p.body, "Change the subscription of group billing to start at 2031-05-06 07:38:09Z, on every queue it reads")
 	res := e.act("/groups/orders/billing/subscription", form("from", at, "confirm", "1"))
 	require.Regexp(t, `^subscription changed: \d+ cursors moved$`, res)
-	gs, err := e.b.ListGroups(context.Background(), "billing")
+	gs, err := e.b.ListGroups(context.Background(), queen.GroupFilter{Group: "billing"})
 	require.NoError(t, err)
 	for _, g := range gs {
 		require.Equal(t, queen.SubscriptionMode("timestamp"), g.Mode, g.Queue)
@@ -104,8 +104,8 @@ func TestConsole_QueueModeGroup(t *testing.T) {
 // lag, as remote's do against Queen's server.
 type laglessClient struct{ queen.Client }
 
-func (c laglessClient) ListGroups(ctx context.Context, group string) ([]queen.GroupStats, error) {
-	gs, err := c.Client.ListGroups(ctx, group)
+func (c laglessClient) ListGroups(ctx context.Context, f queen.GroupFilter) ([]queen.GroupStats, error) {
+	gs, err := c.Client.ListGroups(ctx, f)
 	for i := range gs {
 		gs[i].Lag = 0
 	}

@@ -25,10 +25,6 @@ type (
 		ListPartitions(ctx context.Context, queue string, f queen.PartitionFilter) (*queen.PartitionPage, error)
 	}
 
-	groupFinder interface {
-		FindGroups(ctx context.Context, f queen.GroupFilter) ([]queen.GroupStats, error)
-	}
-
 	tracer interface {
 		Traces(ctx context.Context, partitionID, transactionID string) ([]queen.TraceEvent, error)
 		TracesByName(ctx context.Context, name string, limit, offset int) (*queen.TracePage, error)
@@ -43,7 +39,6 @@ var (
 	_ maintainer      = (*queen.Broker)(nil)
 	_ partitionLister = (*queen.Broker)(nil)
 	_ tracer          = (*queen.Broker)(nil)
-	_ groupFinder     = (*queen.Broker)(nil)
 )
 
 // maxProbes bounds the storage reads a page spends finding the oldest
@@ -52,15 +47,15 @@ var (
 const maxProbes = 10_000
 
 // groups describes the groups of queue ("" for all) named group ("" for
-// all): through FindGroups, bounded by maxProbes, when the client has
-// it; else through ListGroups, filtered here.
+// all), the storage reads bounded by maxProbes.
 func (h *handler) groups(ctx context.Context, queue, group string) ([]queen.GroupStats, error) {
-	if f, ok := h.c.(groupFinder); ok {
-		return f.FindGroups(ctx, queen.GroupFilter{Queue: queue, Group: group, MaxProbes: maxProbes})
-	}
-	all, err := h.c.ListGroups(ctx, group)
-	if err != nil {
-		return nil, err
-	}
-	return filter(all, func(g *queen.GroupStats) bool { return queue == "" || g.Queue == queue }), nil
+	return h.c.ListGroups(ctx, queen.GroupFilter{Queue: queue, Group: group, MaxProbes: maxProbes})
+}
+
+// countsGroups reports whether the client is an in-process broker, whose
+// groups carry Consumed and OldestPendingAt (a remote client's have
+// neither) and whose ListGroups of one queue walks that queue only.
+func (h *handler) countsGroups() bool {
+	_, ok := h.c.(*queen.Broker)
+	return ok
 }

@@ -79,8 +79,8 @@ func (h *handler) overview(w http.ResponseWriter, r *http.Request) {
 const overviewWalk = 100_000
 
 // oldestPending fills the rows' OldestPending from the groups of their
-// queues: one FindGroups per queue of the page, or one ListGroups of all
-// for a client without FindGroups (a remote one: one request).
+// queues: one ListGroups per queue of the page from an in-process broker,
+// or one ListGroups of all from another client (a remote one: one request).
 func (h *handler) oldestPending(r *http.Request, rows []queueRow) error {
 	at := make(map[string]int, len(rows))
 	for i := range rows {
@@ -97,8 +97,8 @@ func (h *handler) oldestPending(r *http.Request, rows []queueRow) error {
 			}
 		}
 	}
-	if _, ok := h.c.(groupFinder); !ok {
-		groups, err := h.c.ListGroups(r.Context(), "")
+	if !h.countsGroups() {
+		groups, err := h.c.ListGroups(r.Context(), queen.GroupFilter{})
 		if err != nil {
 			return err
 		}

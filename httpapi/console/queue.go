@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/compat"
 )
 
 // browseLimit is how many messages the message browser shows at once.
@@ -182,6 +183,7 @@ type configField struct {
 
 // configFields are cfg's fields as the form shows them.
 func configFields(c queen.QueueConfig) []configField {
+	q := compat.Of(&c)
 	d := func(name string, v time.Duration, help string) configField {
 		return configField{Name: name, Kind: "duration", Value: v.String(), Help: help}
 	}
@@ -208,10 +210,10 @@ func configFields(c queen.QueueConfig) []configField {
 		b("EncryptionEnabled", c.EncryptionEnabled, "encrypt payloads at rest"),
 		t("Namespace", c.Namespace, "label for discovery and listings"),
 		t("Task", c.Task, "label for discovery and listings"),
-		d("TTL", c.TTL, "kept for Queen compatibility"),
-		b("DeadLetterQueue", c.DeadLetterQueue, "kept for Queen compatibility"),
-		b("DLQAfterMaxRetries", c.DLQAfterMaxRetries, "kept for Queen compatibility"),
-		b("RetentionEnabled", c.RetentionEnabled, "kept for Queen compatibility"),
+		d("TTL", q.TTL, "kept for Queen compatibility"),
+		b("DeadLetterQueue", q.DeadLetterQueue, "kept for Queen compatibility"),
+		b("DLQAfterMaxRetries", q.DLQAfterMaxRetries, "kept for Queen compatibility"),
+		b("RetentionEnabled", q.RetentionEnabled, "kept for Queen compatibility"),
 	}
 }
 
@@ -283,14 +285,19 @@ func setConfig(c *queen.QueueConfig, name, kind, v string) error {
 		c.Namespace = v
 	case "Task":
 		c.Task = v
-	case "TTL":
-		c.TTL = dur
-	case "DeadLetterQueue":
-		c.DeadLetterQueue = v == "true"
-	case "DLQAfterMaxRetries":
-		c.DLQAfterMaxRetries = v == "true"
-	case "RetentionEnabled":
-		c.RetentionEnabled = v == "true"
+	case "TTL", "DeadLetterQueue", "DLQAfterMaxRetries", "RetentionEnabled":
+		q := compat.Of(c)
+		switch name {
+		case "TTL":
+			q.TTL = dur
+		case "DeadLetterQueue":
+			q.DeadLetterQueue = v == "true"
+		case "DLQAfterMaxRetries":
+			q.DLQAfterMaxRetries = v == "true"
+		case "RetentionEnabled":
+			q.RetentionEnabled = v == "true"
+		}
+		compat.Set(c, q)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/compat"
 	"github.com/stretchr/testify/require"
 )
 
@@ -119,9 +120,9 @@ func TestTrust27_Console_EveryActionAsksFirst(t *testing.T) {
 	edit := configForm(t, e.ok("/queues/orders"))
 	// configForm reads a checkbox as its value, checked or not: the
 	// booleans as the queue has them.
-	c := before.Config
-	for name, v := range map[string]bool{"EncryptionEnabled": c.EncryptionEnabled, "DeadLetterQueue": c.DeadLetterQueue,
-		"DLQAfterMaxRetries": c.DLQAfterMaxRetries, "RetentionEnabled": c.RetentionEnabled} {
+	c, q := before.Config, compat.Of(&before.Config)
+	for name, v := range map[string]bool{"EncryptionEnabled": c.EncryptionEnabled, "DeadLetterQueue": q.DeadLetterQueue,
+		"DLQAfterMaxRetries": q.DLQAfterMaxRetries, "RetentionEnabled": q.RetentionEnabled} {
 		edit[name] = strconv.FormatBool(v)
 	}
 	edit["RetryLimit"] = "9"

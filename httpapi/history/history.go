@@ -21,8 +21,8 @@
 // both); a client without them (a remote one) is sampled through
 // ListQueues only, so its push, pop, ack and lag figures are zero. Every
 // client gives the queues' depths (Messages, Pending, InFlight,
-// DeadLetters, Parked) and partition counts; the long-polls parked on
-// each queue come from its ParkedPops method. CPU time and resident memory
+// DeadLetters, Parked) and partition counts; the long-polls waiting on
+// each queue come from its WaitingPops method. CPU time and resident memory
 // are this process's, read with getrusage and /proc/self/status (zero
 // where the system has neither).
 //
@@ -108,8 +108,8 @@ type queueCounterSource interface {
 	QueueCounters() map[string]queen.QueueCounters
 }
 
-type parkedSource interface {
-	ParkedPops() map[string]int
+type waitingSource interface {
+	WaitingPops() map[string]int
 }
 
 type clockSource interface {

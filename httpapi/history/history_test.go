@@ -246,9 +246,9 @@ func TestRecorder_QueueMadeAgain(t *testing.T) {
 	require.EqualValues(t, 3, s.Totals.Pushed)
 }
 
-// TestRecorder_ParkedPops samples the long-polls parked on each queue
+// TestRecorder_WaitingPops samples the long-polls waiting on each queue
 // and averages them over a bucket.
-func TestRecorder_ParkedPops(t *testing.T) {
+func TestRecorder_WaitingPops(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, nil)
 	r.push(t, "q", "p", 1)
@@ -269,12 +269,12 @@ func TestRecorder_ParkedPops(t *testing.T) {
 	s := r.rec.Samples(time.Time{}, time.Time{})
 	q0, _ := s[0].Queue("q")
 	q1, _ := s[1].Queue("q")
-	require.Equal(t, 1.0, q0.ParkedPops)
-	require.Zero(t, q1.ParkedPops)
+	require.Equal(t, 1.0, q0.WaitingPops)
+	require.Zero(t, q1.WaitingPops)
 	b := r.rec.Series(time.Time{}, time.Time{}, time.Minute)
 	require.Len(t, b, 1)
 	q, _ := b[0].Queue("q")
-	require.Equal(t, 0.5, q.ParkedPops, "the mean of 1 and 0")
+	require.Equal(t, 0.5, q.WaitingPops, "the mean of 1 and 0")
 }
 
 // TestRecorder_Process takes CPU time as a difference and as a share of

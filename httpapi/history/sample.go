@@ -82,11 +82,11 @@ type QueueFigures struct {
 	Name string
 	Figures
 	State QueueState
-	// ParkedPops is the long-poll pops parked on the queue (see
-	// [queen.Broker.ParkedPops]): in a Sample, at its time; in a Bucket,
-	// the mean over the samples that held the queue (Queen's parked
-	// gauge). Zero for a client without ParkedPops.
-	ParkedPops float64
+	// WaitingPops is the long-poll pops waiting on the queue (see
+	// [queen.Broker.WaitingPops]): in a Sample, at its time; in a Bucket,
+	// the mean over the samples that held the queue (the gauge Queen's
+	// wire calls parkedCount). Zero for a client without WaitingPops.
+	WaitingPops float64
 
 	samples int // in a Bucket: how many samples held the queue
 }
@@ -191,7 +191,7 @@ func (b *Bucket) add(s Sample) {
 		bq := &b.Queues[i]
 		bq.Add(q.Figures)
 		bq.State = q.State
-		bq.ParkedPops = (bq.ParkedPops*float64(bq.samples) + q.ParkedPops) / float64(bq.samples+1)
+		bq.WaitingPops = (bq.WaitingPops*float64(bq.samples) + q.WaitingPops) / float64(bq.samples+1)
 		bq.samples++
 	}
 	byName(b.Queues)
@@ -204,7 +204,7 @@ type reading struct {
 	counters map[string]queen.QueueCounters // nil when it has no QueueCounters
 	states   map[string]QueueState
 	names    []string       // of states, sorted
-	parked   map[string]int // nil when the client has no ParkedPops
+	waiting  map[string]int // nil when the client has no WaitingPops
 	proc     Process
 }
 
@@ -229,8 +229,8 @@ func (r *Recorder) read(ctx context.Context) (*reading, error) {
 	if qc, ok := r.c.(queueCounterSource); ok {
 		cur.counters = qc.QueueCounters()
 	}
-	if pp, ok := r.c.(parkedSource); ok {
-		cur.parked = pp.ParkedPops()
+	if pp, ok := r.c.(waitingSource); ok {
+		cur.waiting = pp.WaitingPops()
 	}
 	return cur, nil
 }
@@ -247,7 +247,7 @@ func (cur *reading) since(prev *reading, maxQueues int) Sample {
 	s.Queues = make([]QueueFigures, len(kept))
 	index := make(map[string]int, len(kept))
 	for i, name := range kept {
-		s.Queues[i] = QueueFigures{Name: name, State: cur.states[name], ParkedPops: float64(cur.parked[name])}
+		s.Queues[i] = QueueFigures{Name: name, State: cur.states[name], WaitingPops: float64(cur.waiting[name])}
 		index[name] = i
 	}
 	for name, c := range cur.counters {

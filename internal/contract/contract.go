@@ -403,21 +403,16 @@ func testBuilderPushIDs(e *env) {
 }
 
 // A pop that commits on delivery hands messages out with no lease and
-// moves the cursor, whether asked by PopRequest.CommitOnDelivery, its
-// deprecated name AutoAck, or the builder.
+// moves the cursor, whether asked by PopRequest.CommitOnDelivery or the
+// builder.
 func testCommitOnDelivery(e *env) {
 	t := e.t
-	e.push("live", "", numbered(4)...)
+	e.push("live", "", numbered(3)...)
 	base := queen.PopRequest{Queue: "live", Group: "g", SubscriptionMode: queen.SubscriptionModeAll}
 	pops := []func() []*queen.Message{
 		func() []*queen.Message {
 			req := base
 			req.CommitOnDelivery = true
-			return e.popReq(req)
-		},
-		func() []*queen.Message {
-			req := base
-			req.AutoAck = true //nolint:staticcheck // the deprecated name must keep working
 			return e.popReq(req)
 		},
 		func() []*queen.Message {
@@ -433,7 +428,7 @@ func testCommitOnDelivery(e *env) {
 	// The last one is leased as usual: committing was per pop.
 	msgs := e.pop(e.c.Queue("live").Group("g"))
 	require.Len(t, msgs, 1)
-	require.Equal(t, 3, nOf(msgs[0]))
+	require.Equal(t, 2, nOf(msgs[0]))
 	require.NotEmpty(t, msgs[0].LeaseID)
 
 	_, err := e.c.Pop(e.ctx, queen.PopRequest{Queue: "live", Group: "c", Conflation: true, CommitOnDelivery: true})
@@ -811,12 +806,13 @@ func testRenewLease(e *env) {
 	msgs := e.pop(e.c.Queue("long").LeaseSeconds(10))
 	require.Len(t, msgs, 1)
 	e.advance(8 * time.Second)
-	exp, err := e.c.RenewLease(e.ctx, msgs[0].LeaseID, 30*time.Second)
+	ren, err := e.c.RenewLease(e.ctx, msgs[0].LeaseID, 30*time.Second)
 	require.NoError(t, err)
-	require.WithinDuration(t, e.clock.Now().Add(30*time.Second), exp, time.Millisecond)
+	require.WithinDuration(t, e.clock.Now().Add(30*time.Second), ren.ExpiresAt, time.Millisecond)
+	require.Equal(t, 1, ren.Partitions)
 	e.advance(20 * time.Second)
 	require.Empty(t, e.pop(e.c.Queue("long")), "still leased")
-	exp, err = e.c.Renew(e.ctx, msgs[0])
+	exp, err := e.c.Renew(e.ctx, msgs[0])
 	require.NoError(t, err)
 	require.WithinDuration(t, e.clock.Now().Add(60*time.Second), exp, time.Millisecond, "a push-created queue leases 60 s")
 	_, err = e.c.Ack(e.ctx, msgs[0], true, queen.AckOptions{})
@@ -889,7 +885,7 @@ func testFetch(e *env) {
 	require.ErrorIs(t, err, queen.ErrNotFound)
 	_, err = e.c.Fetch(e.ctx, "nothing", "Default", 0, 10)
 	require.ErrorIs(t, err, queen.ErrNotFound)
-	groups, err := e.c.ListGroups(e.ctx, "")
+	groups, err := e.c.ListGroups(e.ctx, queen.GroupFilter{})
 	require.NoError(t, err)
 	require.Empty(t, groups, "a read by offset makes no group")
 }
@@ -1029,7 +1025,7 @@ func testGroups(e *env) {
 	require.Len(t, msgs, 1)
 	require.Equal(t, "billing", msgs[0].ConsumerGroup)
 	e.ackAll(msgs)
-	gs, err := e.c.ListGroups(e.ctx, "billing")
+	gs, err := e.c.ListGroups(e.ctx, queen.GroupFilter{Group: "billing"})
 	require.NoError(t, err)
 	require.Len(t, gs, 1)
 	require.Equal(t, "g", gs[0].Queue)

@@ -89,7 +89,7 @@ func testFetchPartitions(e *env) {
 	require.EqualValues(t, 2, reads[5].HighWatermark)
 
 	// Nothing about groups changed.
-	groups, err := e.c.ListGroups(e.ctx, "")
+	groups, err := e.c.ListGroups(e.ctx, queen.GroupFilter{})
 	require.NoError(t, err)
 	require.Empty(t, groups, "a read by offset makes no group")
 

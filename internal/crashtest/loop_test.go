@@ -286,7 +286,7 @@ func verifyLoop(t *testing.T, data, logPath string, mode queen.Durability, last 
 	require.NoError(t, err)
 	defer func() { require.NoError(t, b.Close()) }()
 	ctx := context.Background()
-	gs, err := b.ListGroups(ctx, crashtest.LoopGroup)
+	gs, err := b.ListGroups(ctx, queen.GroupFilter{Group: crashtest.LoopGroup})
 	require.NoError(t, err)
 	found := false
 	for _, g := range gs {

@@ -463,7 +463,7 @@ func (c *chaos) step(r *rand.Rand, w int, helds []*chaosHeld) []*chaosHeld {
 	case x < 97:
 		c.checkStats(qn, false)
 	default:
-		_, err := b.ListGroups(bg, "")
+		_, err := b.ListGroups(bg, queen.GroupFilter{})
 		c.check("listGroups", err, false)
 		_, err = b.ListMessages(bg, queen.MessageFilter{Queue: qn, Limit: 100})
 		c.check("listMessages", err, false)
@@ -737,7 +737,7 @@ func (c *chaos) snapshot() map[string]string {
 func (c *chaos) finish() {
 	c.clock.Advance(3 * time.Hour)
 	for _, qn := range chaosQueues {
-		gs, err := c.b.ListGroups(bg, "")
+		gs, err := c.b.ListGroups(bg, queen.GroupFilter{})
 		c.check("listGroups", err, false)
 		for _, g := range gs {
 			if g.Queue != qn {

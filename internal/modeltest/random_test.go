@@ -830,8 +830,8 @@ func (m *model) renew(h *held, rng *rand.Rand) {
 		m.fail("renew of live lease %s: %v", l.id, err)
 	default:
 		l.expires = max(l.expires, m.now()+d.Microseconds())
-		if got.UnixMicro() != l.expires {
-			m.fail("renew of %s: expires %d, model says %d", l.id, got.UnixMicro(), l.expires)
+		if got.ExpiresAt.UnixMicro() != l.expires {
+			m.fail("renew of %s: expires %d, model says %d", l.id, got.ExpiresAt.UnixMicro(), l.expires)
 		}
 	}
 }

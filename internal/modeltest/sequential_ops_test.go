@@ -1167,7 +1167,9 @@ func (m *seqModel) opRenew(i int, r *rand.Rand, viaMsg bool) {
 		got, err = m.b.Renew(mctx, h.msgs[0])
 	} else {
 		m.emit("_, err = b.RenewLease(ctx, %s, %s)", h.lexpr, gdur(d))
-		got, err = m.b.RenewLease(mctx, h.lease, d)
+		var ren queen.LeaseRenewal
+		ren, err = m.b.RenewLease(mctx, h.lease, d)
+		got = ren.ExpiresAt
 		if d == 0 {
 			d = 60 * time.Second
 		}

@@ -295,7 +295,7 @@ func TestModelRepro(t *testing.T) {
 		return ""
 	}
 	hasGroup := func(queue, group string) bool {
-		gs, err := b.ListGroups(ctx, group)
+		gs, err := b.ListGroups(ctx, queen.GroupFilter{Group: group})
 		require.NoError(t, err)
 		for _, g := range gs {
 			if g.Queue == queue {

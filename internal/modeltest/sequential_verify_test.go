@@ -166,9 +166,9 @@ func (m *seqModel) checkCounters() {
 	c := m.b.Counters()
 	w := m.counters
 	pushed, popped := w.pushed, w.popped
-	if c.Pushed != pushed || c.Popped != popped || c.LeasesRenew != w.renewed || c.LeasesExpire != w.expired || c.DeadLettered != w.dead || c.Parked != w.parked {
-		m.failAt("counters", []string{fmt.Sprintf("c := b.Counters()\n\trequire.Equal(t, []int64{%d, %d, %d, %d, %d, %d}, []int64{c.Pushed, c.Popped, c.LeasesRenew, c.LeasesExpire, c.DeadLettered, c.Parked})", pushed, popped, w.renewed, w.expired, w.dead, w.parked)}, "Counters pushed %d popped %d renewed %d expired %d dead %d parked %d, model says %d %d %d %d %d %d",
-			c.Pushed, c.Popped, c.LeasesRenew, c.LeasesExpire, c.DeadLettered, c.Parked, pushed, popped, w.renewed, w.expired, w.dead, w.parked)
+	if c.Pushed != pushed || c.Popped != popped || c.LeasesRenewed != w.renewed || c.LeasesExpired != w.expired || c.DeadLettered != w.dead || c.Parked != w.parked {
+		m.failAt("counters", []string{fmt.Sprintf("c := b.Counters()\n\trequire.Equal(t, []int64{%d, %d, %d, %d, %d, %d}, []int64{c.Pushed, c.Popped, c.LeasesRenewed, c.LeasesExpired, c.DeadLettered, c.Parked})", pushed, popped, w.renewed, w.expired, w.dead, w.parked)}, "Counters pushed %d popped %d renewed %d expired %d dead %d parked %d, model says %d %d %d %d %d %d",
+			c.Pushed, c.Popped, c.LeasesRenewed, c.LeasesExpired, c.DeadLettered, c.Parked, pushed, popped, w.renewed, w.expired, w.dead, w.parked)
 	}
 	for _, st := range []queen.AckStatus{queen.AckCompleted, queen.AckFailed, queen.AckRetry, queen.AckDLQ, queen.AckPark} {
 		want := w.acked[st]
@@ -306,7 +306,7 @@ func configEqual(a, b queen.QueueConfig) bool {
 
 // checkGroups compares ListGroups with the model.
 func (m *seqModel) checkGroups() {
-	gs, err := m.b.ListGroups(mctx, "")
+	gs, err := m.b.ListGroups(mctx, queen.GroupFilter{})
 	if err != nil {
 		m.failf("listgroups.err", "ListGroups: %v", err)
 		return
@@ -1039,7 +1039,7 @@ func (m *seqModel) snapshot() map[string]string {
 			}
 		}
 	}
-	gs, err := m.b.ListGroups(mctx, "")
+	gs, err := m.b.ListGroups(mctx, queen.GroupFilter{})
 	if err != nil {
 		m.failf("snapshot", "ListGroups: %v", err)
 		return out

@@ -2,7 +2,7 @@
 // use, next to the public [github.com/queenlite/queen/queentest] (brokers
 // in memory, the fake clock, assertions): running a test on memory and on
 // disk, opening a broker on a directory, the fake clock's start moved by
-// QUEENTEST_EPOCH, a log sink, and the hooks that see parked pops. Tests
+// QUEENTEST_EPOCH, a log sink, and the hooks that see waiting pops. Tests
 // import it as itest.
 package queentest
 
@@ -151,7 +151,7 @@ func (l *LogBuffer) String() string {
 	return l.b.String()
 }
 
-// Waiting returns the number of pops parked in b now.
+// Waiting returns the number of pops waiting in b now.
 func Waiting(b *queen.Broker) int { return testhook.Waiting(b) }
 
 // AwaitWaiting waits until at least n pops are parked in b, so a test can

@@ -35,7 +35,7 @@ func State(tb testing.TB, b *queen.Broker) string {
 		must(err)
 		queues = append(queues, []any{s, info})
 	}
-	gs, err := b.ListGroups(ctx, "")
+	gs, err := b.ListGroups(ctx, queen.GroupFilter{})
 	must(err)
 	dl, err := b.DeadLetters(ctx, queen.LetterFilter{Limit: 1000})
 	must(err)

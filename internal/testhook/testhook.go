@@ -3,6 +3,6 @@
 // when it is initialised; internal/queentest wraps them for tests.
 package testhook
 
-// Waiting returns the number of pops parked in the broker b (a
+// Waiting returns the number of pops waiting in the broker b (a
 // *queen.Broker), waiting for messages or for their queue to appear.
 var Waiting func(b any) int

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/internal/compat"
 )
 
 // QueueOptions is a queue's configuration in Queen's units: seconds,
@@ -36,25 +37,28 @@ func Millis(d time.Duration) int64 { return int64(d / time.Millisecond) }
 
 // OptionsOf is c in Queen's units.
 func OptionsOf(c *queen.QueueConfig) QueueOptions {
+	q := compat.Of(c)
 	return QueueOptions{
 		Priority: c.Priority, LeaseTime: Seconds(c.LeaseTime), RetryLimit: c.RetryLimit, RetryDelay: Millis(c.RetryDelay),
-		MaxSize: c.MaxSize, TTL: Seconds(c.TTL), DeadLetterQueue: c.DeadLetterQueue, DLQAfterMaxRetries: c.DLQAfterMaxRetries,
+		MaxSize: c.MaxSize, TTL: Seconds(q.TTL), DeadLetterQueue: q.DeadLetterQueue, DLQAfterMaxRetries: q.DLQAfterMaxRetries,
 		DelayedProcessing: Seconds(c.DelayedProcessing), WindowBuffer: Seconds(c.WindowBuffer),
 		RetentionSeconds: Seconds(c.Retention), CompletedRetentionSeconds: Seconds(c.CompletedRetention),
-		RetentionEnabled: c.RetentionEnabled, EncryptionEnabled: c.EncryptionEnabled, MaxWaitTimeSeconds: Seconds(c.MaxWaitTime),
+		RetentionEnabled: q.RetentionEnabled, EncryptionEnabled: c.EncryptionEnabled, MaxWaitTimeSeconds: Seconds(c.MaxWaitTime),
 	}
 }
 
 // Config is the queue configuration o describes, labelled namespace and
 // task.
 func (o *QueueOptions) Config(namespace, task string) queen.QueueConfig {
-	return queen.QueueConfig{
+	c := queen.QueueConfig{
 		LeaseTime: time.Duration(o.LeaseTime) * time.Second, RetryLimit: o.RetryLimit,
 		RetryDelay: time.Duration(o.RetryDelay) * time.Millisecond, MaxSize: o.MaxSize,
 		DelayedProcessing: time.Duration(o.DelayedProcessing) * time.Second, WindowBuffer: time.Duration(o.WindowBuffer) * time.Second,
 		Retention: time.Duration(o.RetentionSeconds) * time.Second, CompletedRetention: time.Duration(o.CompletedRetentionSeconds) * time.Second,
 		MaxWaitTime: time.Duration(o.MaxWaitTimeSeconds) * time.Second, Priority: o.Priority, EncryptionEnabled: o.EncryptionEnabled,
-		Namespace: namespace, Task: task, TTL: time.Duration(o.TTL) * time.Second, DeadLetterQueue: o.DeadLetterQueue,
-		DLQAfterMaxRetries: o.DLQAfterMaxRetries, RetentionEnabled: o.RetentionEnabled,
+		Namespace: namespace, Task: task,
 	}
+	compat.Set(&c, compat.QueueFields{TTL: time.Duration(o.TTL) * time.Second, DeadLetterQueue: o.DeadLetterQueue,
+		DLQAfterMaxRetries: o.DLQAfterMaxRetries, RetentionEnabled: o.RetentionEnabled})
+	return c
 }

@@ -207,7 +207,7 @@ func consumeLoop(parent context.Context, c queen.Client, j *Job, group string, b
 // verifyLag checks the group's own statistics: nothing left to read,
 // nothing in flight, and want messages consumed.
 func verifyLag(ctx context.Context, b *queen.Broker, group string, want int64) error {
-	gs, err := b.ListGroups(ctx, group)
+	gs, err := b.ListGroups(ctx, queen.GroupFilter{Group: group})
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}

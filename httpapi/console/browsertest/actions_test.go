@@ -231,7 +231,7 @@ func TestActions_Groups(t *testing.T) {
 	tb.open("groups/"+qOrders+"/"+gBilling, "group")
 	tb.click(`form:has([data-action="delete-group"]) input[name="forget"]`)
 	tb.actConfirmed(`[data-action="delete-group"]`, gBilling)
-	groups, err := c.b.ListGroups(context.Background(), gBilling)
+	groups, err := c.b.ListGroups(context.Background(), queen.GroupFilter{Group: gBilling})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,7 +86,7 @@ func consumeLoop(log *logger, prev []crashtest.Line, dir string, opts *queen.Opt
 		go func() {
 			for loopCtx.Err() == nil {
 				time.Sleep(20 * time.Millisecond)
-				gs, err := b.ListGroups(loopCtx, crashtest.LoopGroup)
+				gs, err := b.ListGroups(loopCtx, queen.GroupFilter{Group: crashtest.LoopGroup})
 				if err != nil {
 					continue
 				}
