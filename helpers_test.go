@@ -3,7 +3,6 @@ package queen_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"testing"
 
 	"sync"
@@ -22,20 +21,16 @@ import (
 
 var bg = context.Background()
 
-// pushN pushes n messages {"i":k} to queue/partition and returns their results.
-func pushN(t testing.TB, b *queen.Broker, queue, partition string, n int) []queen.PushResult {
-	t.Helper()
-	items := make([]queen.PushItem, n)
-	for i := range items {
-		items[i] = queen.PushItem{Queue: queue, Partition: partition, Payload: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}
-	}
-	res, err := b.Push(bg, items)
-	require.NoError(t, err)
-	for _, r := range res {
-		require.Equal(t, queen.PushQueued, r.Status, "%v", r.Err)
-	}
-	return res
-}
+// The calls most tests make, failing the test on an error (see
+// internal/queentest).
+var (
+	pushN      = itest.PushN
+	pop        = itest.Pop
+	ackItems   = itest.AckItems
+	ack        = itest.Ack
+	offsets    = itest.Offsets
+	attemptsOf = itest.AttemptsOf
+)
 
 func pushOne(t testing.TB, b *queen.Broker, queue, partition, txid, payload string) queen.PushResult {
 	t.Helper()
@@ -53,33 +48,6 @@ func configureWith(t testing.TB, b *queen.Broker, queue string, set func(*queen.
 	require.NoError(t, err)
 }
 
-func pop(t testing.TB, b *queen.Broker, req queen.PopRequest) *queen.PopResult {
-	t.Helper()
-	res, err := b.Pop(bg, req)
-	require.NoError(t, err)
-	return res
-}
-
-// ackItems builds ack items for msgs, all with status st.
-func ackItems(msgs []*queen.Message, st queen.AckStatus) []queen.AckItem {
-	items := make([]queen.AckItem, len(msgs))
-	for i, m := range msgs {
-		group := m.ConsumerGroup
-		if group == queen.QueueModeGroup {
-			group = ""
-		}
-		items[i] = queen.AckItem{TransactionID: m.TransactionID, PartitionID: m.PartitionID, LeaseID: m.LeaseID, Group: group, Status: st}
-	}
-	return items
-}
-
-func ack(t testing.TB, b *queen.Broker, items ...queen.AckItem) []queen.AckResult {
-	t.Helper()
-	res, err := b.AckBatch(bg, items)
-	require.NoError(t, err)
-	return res
-}
-
 func ackAll(t testing.TB, b *queen.Broker, msgs []*queen.Message, st queen.AckStatus) []queen.AckResult {
 	t.Helper()
 	res := ack(t, b, ackItems(msgs, st)...)
@@ -87,23 +55,6 @@ func ackAll(t testing.TB, b *queen.Broker, msgs []*queen.Message, st queen.AckSt
 		require.True(t, r.Success, "ack refused: %v", r.Err)
 	}
 	return res
-}
-
-// offsets lists the offsets of msgs.
-func offsets(msgs []*queen.Message) []int64 {
-	out := make([]int64, len(msgs))
-	for i, m := range msgs {
-		out[i] = m.Offset
-	}
-	return out
-}
-
-func attemptsOf(msgs []*queen.Message) []int {
-	out := make([]int, len(msgs))
-	for i, m := range msgs {
-		out[i] = m.DeliveryAttempt
-	}
-	return out
 }
 
 // skipUnderRace skips a test that moves hundreds of MiB on one goroutine

@@ -279,11 +279,11 @@ func checkInMemoryPayloadLimit(t *testing.T, b *queen.Broker, limit int) {
 	require.NoError(t, err, "one dead letter stopped the broker")
 }
 
-// TestLimits_TenThousandParkedLongPolls parks 10,000 waiting pops (7,000
+// TestLimits_TenThousandWaitingLongPolls parks 10,000 waiting pops (7,000
 // under -race, whose detector caps live goroutines), measures what they
 // cost, wakes 100 of them with pushes and ends the rest with Close. It does
 // not run in parallel, so the counts are its own.
-func TestLimits_TenThousandParkedLongPolls(t *testing.T) {
+func TestLimits_TenThousandWaitingLongPolls(t *testing.T) {
 	n := 10000
 	if raceEnabled() {
 		n = 7000

@@ -12,7 +12,7 @@ import (
 	itest "github.com/queenlite/queen/internal/queentest"
 )
 
-// BenchmarkParkedLongPoll measures what one parked long-poll costs while
+// BenchmarkWaitingLongPoll measures what one parked long-poll costs while
 // it waits: heap (heap-B/pop) and goroutine stack (stack-B/pop), for each
 // kind of wait. b.N pops are parked at once (the parked-pop count says
 // when they all wait), measured, then ended by Close. ns/op is meaningless
@@ -20,7 +20,7 @@ import (
 // this benchmark:
 //
 //	go test -run '^$' -bench ParkedLongPoll -benchtime 10000x .
-func BenchmarkParkedLongPoll(b *testing.B) {
+func BenchmarkWaitingLongPoll(b *testing.B) {
 	for _, kind := range []struct {
 		name string
 		req  queen.PopRequest
