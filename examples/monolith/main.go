@@ -104,7 +104,7 @@ func work(ctx context.Context, broker *queen.Broker) {
 			if err != nil {
 				log.Printf("order %s failed: %v", m.TransactionID, err)
 			}
-			if _, err := broker.Ack(context.WithoutCancel(ctx), m, err == nil, queen.AckOptions{ConsumerGroup: "fulfilment", Error: errText(err)}); err != nil {
+			if _, err := broker.Ack(context.WithoutCancel(ctx), m, err == nil, queen.AckOptions{Error: errText(err)}); err != nil {
 				log.Printf("ack: %v", err)
 			}
 		}
