@@ -23,8 +23,7 @@ type group struct {
 	// arrivalCursors).
 	mark uint64
 
-	readyHead, readyTail *cursor // partitions with deliverable messages and no lease
-	nReady               int
+	ready chain[cursor, *cursor] // partitions with deliverable messages and no lease
 	// scan is how far in q.order the group has looked for partitions to
 	// read. A group's cursors are made lazily: in a partition where it has
 	// none, it stands at the first message (see cursorOf). Beyond scan, such
@@ -62,20 +61,20 @@ func (g *group) meta() []byte {
 // Every partition has one per group, so its size counts: the fields are
 // ordered to fit 96 bytes.
 type cursor struct {
-	p         *partition
-	g         *group
-	offset    int64 // first offset not yet settled (durable)
-	consumed  int64 // messages settled over the cursor's life (durable)
-	lastAckAt int64 // µs (durable)
-	notBefore int64 // µs; retry delay or delayed message: not served before
-	wakeAt    int64 // µs; pending timer, 0 if none
-	fl        *inflight
-	att       *attempts
-	prev, nxt *cursor // ready list
-	retries   int32   // failed acks spent since the last completed batch (durable)
-	ready     bool
-	held      bool // notBefore is a message's DelayedProcessing visibility, not a retry delay
-	stored    bool // saved at least once (see arrivalCursors)
+	p          *partition
+	g          *group
+	offset     int64 // first offset not yet settled (durable)
+	consumed   int64 // messages settled over the cursor's life (durable)
+	lastAckAt  int64 // µs (durable)
+	notBefore  int64 // µs; retry delay or delayed message: not served before
+	wakeAt     int64 // µs; pending timer, 0 if none
+	fl         *inflight
+	att        *attempts
+	readyLinks links[cursor] // its place in its group's ready chain
+	retries    int32         // failed acks spent since the last completed batch (durable)
+	ready      bool
+	held       bool // notBefore is a message's DelayedProcessing visibility, not a retry delay
+	stored     bool // saved at least once (see arrivalCursors)
 }
 
 // inflight is the batch a cursor has handed out and not yet settled.
@@ -205,32 +204,17 @@ func (g *group) pushReady(c *cursor) {
 		return
 	}
 	c.ready = true
-	c.prev, c.nxt = g.readyTail, nil
-	if g.readyTail != nil {
-		g.readyTail.nxt = c
-	} else {
-		g.readyHead = c
-	}
-	g.readyTail = c
-	g.nReady++
+	g.ready.pushBack(c)
 }
+
+func (c *cursor) links() *links[cursor] { return &c.readyLinks }
 
 func (g *group) removeReady(c *cursor) {
 	if !c.ready {
 		return
 	}
-	if c.prev != nil {
-		c.prev.nxt = c.nxt
-	} else {
-		g.readyHead = c.nxt
-	}
-	if c.nxt != nil {
-		c.nxt.prev = c.prev
-	} else {
-		g.readyTail = c.prev
-	}
-	c.prev, c.nxt, c.ready = nil, nil, false
-	g.nReady--
+	g.ready.remove(c)
+	c.ready = false
 }
 
 // check puts c on its group's ready list if it can be served now, and
@@ -410,7 +394,7 @@ func (b *Broker) place(g *group, early bool, now int64) []command {
 // group's pops pay for its partitions once in all, a few at a time.
 func (b *Broker) discover(g *group, want int, now int64) {
 	order := g.q.order
-	for g.scan < len(order) && g.nReady < want {
+	for g.scan < len(order) && g.ready.n < want {
 		p := order[g.scan]
 		g.scan++
 		if p.deleted || p.stored() == 0 || p.cursorOf(g) != nil {

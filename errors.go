@@ -265,3 +265,20 @@ func (e *DecodeError) Error() string {
 
 // Unwrap returns the codec's error.
 func (e *DecodeError) Unwrap() error { return e.Err }
+
+// signed is a field of an argument and whether its value is negative.
+type signed struct {
+	field    string
+	negative bool
+}
+
+// firstNegative is the [*ArgumentError] of the first of fields whose
+// value is negative, or nil.
+func firstNegative(fields ...signed) error {
+	for _, f := range fields {
+		if f.negative {
+			return argErr(f.field, "must not be negative")
+		}
+	}
+	return nil
+}

@@ -174,15 +174,11 @@ func (r *PopRequest) normalize() error {
 			return err
 		}
 	}
+	if err := firstNegative(signed{"PopRequest.Batch", r.Batch < 0}, signed{"PopRequest.Partitions", r.Partitions < 0},
+		signed{"PopRequest.Timeout", r.Timeout < 0}, signed{"PopRequest.Lease", r.Lease < 0}); err != nil {
+		return err
+	}
 	switch {
-	case r.Batch < 0:
-		return argErr("PopRequest.Batch", "must not be negative")
-	case r.Partitions < 0:
-		return argErr("PopRequest.Partitions", "must not be negative")
-	case r.Timeout < 0:
-		return argErr("PopRequest.Timeout", "must not be negative")
-	case r.Lease < 0:
-		return argErr("PopRequest.Lease", "must not be negative")
 	case r.Lease > 0 && r.Lease < time.Second:
 		return argErr("PopRequest.Lease", "must be at least 1s, not %v", r.Lease)
 	case r.Batch > MaxBatch:
@@ -564,7 +560,7 @@ func (g *group) sizing(req *PopRequest) (batch, parts int) {
 			batch = min(max(int(g.ackRate), 100), 1000)
 		}
 		if parts == 0 {
-			parts = min(max(1, (g.nReady+g.waiters.n)/(g.waiters.n+1)), MaxPartitions)
+			parts = min(max(1, (g.ready.n+g.waiters.n)/(g.waiters.n+1)), MaxPartitions)
 		}
 	}
 	return max(batch, 1), max(parts, 1)
@@ -576,7 +572,7 @@ func (g *group) sizing(req *PopRequest) (batch, parts int) {
 // message ending: the earliest moment a pop could find work that no push
 // brought), bounded to [AutopilotMinWait, AutopilotMaxWait]. Under b.mu.
 func (b *Broker) autopilotWait(g *group, now int64) time.Duration {
-	if g != nil && g.nReady > 0 {
+	if g != nil && g.ready.n > 0 {
 		return 0
 	}
 	next := b.timers.next()
@@ -637,10 +633,10 @@ func (b *Broker) claim(g *group, p *partition, req *PopRequest, now int64) ([]cl
 		}
 	} else {
 		for budget > 0 && len(claims) < parts {
-			c := g.readyHead
+			c := g.ready.head
 			if c == nil {
 				b.discover(g, parts-len(claims), now)
-				if c = g.readyHead; c == nil {
+				if c = g.ready.head; c == nil {
 					break
 				}
 			}

@@ -1,6 +1,7 @@
 package queen
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -117,10 +118,8 @@ func (b *Broker) observe(e Event) {
 	case EventPop:
 		c.popped.Add(int64(e.Count))
 	case EventAck:
-		for i, s := range ackStatuses {
-			if s == e.Status {
-				c.acked[i].Add(int64(e.Count))
-			}
+		if i := slices.Index(ackStatuses[:], e.Status); i >= 0 {
+			c.acked[i].Add(int64(e.Count))
 		}
 	case EventLeaseRenewed:
 		c.renewed.Add(int64(e.Count))
@@ -131,10 +130,8 @@ func (b *Broker) observe(e Event) {
 	case EventParked:
 		c.parked.Add(int64(e.Count))
 	case EventConsume:
-		for i, o := range outcomes {
-			if o == e.Outcome {
-				c.consumed[i].Add(int64(e.Count))
-			}
+		if i := slices.Index(outcomes[:], e.Outcome); i >= 0 {
+			c.consumed[i].Add(int64(e.Count))
 		}
 	case EventInFlight:
 		c.handlers.Add(int64(e.Count))

@@ -83,15 +83,11 @@ func (p RetryPolicy) exhausted(attempt int, created, now time.Time) bool {
 }
 
 func (p RetryPolicy) validate() error {
+	if err := firstNegative(signed{"RetryPolicy.MaxAttempts", p.MaxAttempts < 0}, signed{"RetryPolicy.InitialDelay", p.InitialDelay < 0},
+		signed{"RetryPolicy.MaxDelay", p.MaxDelay < 0}, signed{"RetryPolicy.MaxMessageAge", p.MaxMessageAge < 0}); err != nil {
+		return err
+	}
 	switch {
-	case p.MaxAttempts < 0:
-		return argErr("RetryPolicy.MaxAttempts", "must not be negative")
-	case p.InitialDelay < 0:
-		return argErr("RetryPolicy.InitialDelay", "must not be negative")
-	case p.MaxDelay < 0:
-		return argErr("RetryPolicy.MaxDelay", "must not be negative")
-	case p.MaxMessageAge < 0:
-		return argErr("RetryPolicy.MaxMessageAge", "must not be negative")
 	case p.Multiplier < 0 || math.IsNaN(p.Multiplier) || math.IsInf(p.Multiplier, 0):
 		return argErr("RetryPolicy.Multiplier", "must be a finite number >= 0")
 	case p.Jitter < 0 || p.Jitter > 1 || math.IsNaN(p.Jitter):

@@ -64,18 +64,19 @@ func (b *Broker) WaitingPops() map[string]int {
 
 // waiter is a pop waiting until something it could take appears.
 type waiter struct {
-	ch         chan struct{} // receives one token per wake
-	prev, next *waiter
-	list       *waitList
+	ch    chan struct{} // receives one token per wake
+	place links[waiter]
+	list  *waitList
 }
+
+func (w *waiter) links() *links[waiter] { return &w.place }
 
 // waitList is a FIFO of waiting pops. Guarded by Broker.mu. A list kept in
 // a map removes itself from it when its last waiter leaves.
 type waitList struct {
-	head, tail *waiter
-	n          int
-	owner      map[string]*waitList
-	key        string
+	chain[waiter, *waiter]
+	owner map[string]*waitList
+	key   string
 }
 
 // waitListIn returns the list under key in m, creating it.
@@ -90,12 +91,7 @@ func waitListIn(m map[string]*waitList, key string) *waitList {
 
 func (l *waitList) add() *waiter {
 	w := &waiter{ch: make(chan struct{}, 1), list: l}
-	if l.tail == nil {
-		l.head, l.tail = w, w
-	} else {
-		w.prev, l.tail.next, l.tail = l.tail, w, w
-	}
-	l.n++
+	l.pushBack(w)
 	return w
 }
 
@@ -103,18 +99,8 @@ func (l *waitList) remove(w *waiter) {
 	if w.list != l {
 		return
 	}
-	if w.prev != nil {
-		w.prev.next = w.next
-	} else {
-		l.head = w.next
-	}
-	if w.next != nil {
-		w.next.prev = w.prev
-	} else {
-		l.tail = w.prev
-	}
-	w.prev, w.next, w.list = nil, nil, nil
-	l.n--
+	l.chain.remove(w)
+	w.list = nil
 	if l.n == 0 && l.owner != nil {
 		delete(l.owner, l.key)
 	}
