@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 27, inside the consume loop: the record of what a loop holds
+// Inside the consume loop: the record of what a loop holds
 // (what a drain that gives up lists) lets go of every message the loop
 // finishes with, whatever became of it; and a handler that settled its
 // own message is sent no second ack.

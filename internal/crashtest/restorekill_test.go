@@ -117,7 +117,7 @@ func sizeOf(dir string) int64 {
 	return n
 }
 
-// TestCrash_KilledRestoreIsCleared (issue 27, defect 3): a restore killed
+// TestCrash_KilledRestoreIsCleared: a restore killed
 // with SIGKILL midway leaves its temporary directory beside the target;
 // the next restore into the target (in another child) removes it; a
 // restore beside a running one (in another process) leaves its directory;

@@ -21,10 +21,10 @@ func sessionOf(res *http.Response) string {
 
 var sessionID = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
-// TestTrust27_Console_SessionIDOfWrongLengthIsReplaced: a session cookie
+// TestConsole_SessionIDOfWrongLengthIsReplaced: a session cookie
 // that is not 32 hex digits (shorter, longer, or not hex) is replaced by a
 // new one, and a valid one is kept.
-func TestTrust27_Console_SessionIDOfWrongLengthIsReplaced(t *testing.T) {
+func TestConsole_SessionIDOfWrongLengthIsReplaced(t *testing.T) {
 	e := newEnv(t, "/", nil)
 	get := func(cookie string) string {
 		t.Helper()
@@ -52,10 +52,10 @@ func TestTrust27_Console_SessionIDOfWrongLengthIsReplaced(t *testing.T) {
 	}
 }
 
-// TestTrust27_Console_FormsOverOneMiBAreRefused: a POST whose form is
+// TestConsole_FormsOverOneMiBAreRefused: a POST whose form is
 // over 1 MiB is refused (413, saying so) and acts on nothing, even with a
 // valid CSRF token and confirm=1; one just under the limit acts.
-func TestTrust27_Console_FormsOverOneMiBAreRefused(t *testing.T) {
+func TestConsole_FormsOverOneMiBAreRefused(t *testing.T) {
 	e := newEnv(t, "/", nil)
 	e.deadLetters("orders", "billing", 2)
 	ids := rows(t, e.ok("/deadletters"), "deadletters")

@@ -48,12 +48,12 @@ func (e *env) confirmed(path string, fields map[string]string) string {
 
 var hiddenRE = regexp.MustCompile(`<input type="hidden" name="([^"]*)" value="([^"]*)">`)
 
-// TestTrust27_Console_EveryActionAsksFirst: a single dead letter's or
+// TestConsole_EveryActionAsksFirst: a single dead letter's or
 // parked message's Replay and Delete, the selected ones, maintenance on
 // and off and a configuration edit each answer a confirmation and change
-// nothing until it is posted back with confirm=1 (issue 27, defect 5: one
-// click, or a forged POST without confirm, acted at once).
-func TestTrust27_Console_EveryActionAsksFirst(t *testing.T) {
+// nothing until it is posted back with confirm=1: neither one click nor a
+// forged POST without confirm acts.
+func TestConsole_EveryActionAsksFirst(t *testing.T) {
 	e := newEnv(t, "/", nil)
 	ctx := context.Background()
 	e.deadLetters("orders", "billing", 3)
@@ -145,9 +145,9 @@ func TestTrust27_Console_EveryActionAsksFirst(t *testing.T) {
 	require.Equal(t, before.Config.LeaseTime, after.Config.LeaseTime)
 }
 
-// TestTrust27_Console_ConfirmIsExactlyOne: only confirm=1 confirms; any
+// TestConsole_ConfirmIsExactlyOne: only confirm=1 confirms; any
 // other value asks again and changes nothing.
-func TestTrust27_Console_ConfirmIsExactlyOne(t *testing.T) {
+func TestConsole_ConfirmIsExactlyOne(t *testing.T) {
 	e := newEnv(t, "/", nil)
 	e.deadLetters("orders", "billing", 1)
 	id := rows(t, e.ok("/deadletters"), "deadletters")[0]

@@ -62,13 +62,12 @@ func (e *env) lease(queue, partition, group string, n int) {
 	require.Len(e.t, res.Messages, n)
 }
 
-// TestTrust27_Console_PendingIsTheAPIs: the console's Pending of a queue
+// TestConsole_PendingIsTheAPIs: the console's Pending of a queue
 // (overview and queue page) is the HTTP API's pending of the same queue,
 // in its listing and in /api/v1/resources/queues/{q}'s totals, leased
-// messages out of it (issue 27, defect 6: the console said 19 where the
-// API said 17). With two groups leasing one partition's message, the
-// API's totals summed per-partition figures the console does not show.
-func TestTrust27_Console_PendingIsTheAPIs(t *testing.T) {
+// messages out of it. With two groups leasing one partition's message,
+// the two must still agree (summing per-partition figures would not).
+func TestConsole_PendingIsTheAPIs(t *testing.T) {
 	e := newEnv(t, "/", nil)
 	e.push("orders", "a", `1`)
 	e.push("orders", "b", `1`, `2`, `3`, `4`)
@@ -101,11 +100,11 @@ func TestTrust27_Console_PendingIsTheAPIs(t *testing.T) {
 	}
 }
 
-// TestTrust27_Console_CompletedExcludesLetters: a partition with one
+// TestConsole_CompletedExcludesLetters: a partition with one
 // completed, one dead-lettered and one parked message reports completed 1,
 // deadLetter 1 and failed 1, in the partition and in the queue's totals
-// and listing (issue 27, defect 6: completed counted the dead letter).
-func TestTrust27_Console_CompletedExcludesLetters(t *testing.T) {
+// and listing: a dead letter is not completed.
+func TestConsole_CompletedExcludesLetters(t *testing.T) {
 	e := newEnv(t, "/", nil)
 	e.push("orders", "", `1`, `2`, `3`)
 	e.settle("orders", "g", queen.AckCompleted, "")
@@ -138,11 +137,11 @@ func duOf(t *testing.T, dir string) (du, size int64) {
 	return du, size
 }
 
-// TestTrust27_Console_StoreOnDiskIsDiskUse: "Store on disk" is the space
+// TestConsole_StoreOnDiskIsDiskUse: "Store on disk" is the space
 // the store's files take (allocated blocks), not their sizes: Badger
 // preallocates its value log file, so a store of a few hundred KiB showed
-// 128 MiB (issue 27, defect 6), and before Badger's first measure, 0 B.
-func TestTrust27_Console_StoreOnDiskIsDiskUse(t *testing.T) {
+// 128 MiB; and before Badger's first measure, 0 B.
+func TestConsole_StoreOnDiskIsDiskUse(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("allocated blocks are read through syscall.Stat_t on Linux here")
 	}
