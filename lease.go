@@ -308,7 +308,7 @@ func groupName(g string) string {
 // registered waiter to wait on before the next attempt. When what it
 // claimed held nothing to deliver it looks again at once: each such round
 // moved a cursor past deleted offsets or set a time before which a
-// partition is not served, so the rounds end (in a claim, a parked wait or
+// partition is not served, so the rounds end (in a claim, a wait or
 // an empty result), and none of them recurses.
 func (b *Broker) tryPop(ctx context.Context, req *PopRequest, ps *popState) (*PopResult, *waiter, *waitList, error) {
 	for {

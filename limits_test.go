@@ -331,7 +331,7 @@ func TestLimits_TenThousandWaitingLongPolls(t *testing.T) {
 	runtime.GC()
 	var ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms1)
-	t.Logf("%d parked pops: %d goroutines, heap +%d KiB (%.1f KiB each), stacks +%d KiB",
+	t.Logf("%d waiting pops: %d goroutines, heap +%d KiB (%.1f KiB each), stacks +%d KiB",
 		n, runtime.NumGoroutine()-g0, (int64(ms1.HeapAlloc)-int64(ms0.HeapAlloc))>>10,
 		float64(int64(ms1.HeapAlloc)-int64(ms0.HeapAlloc))/1024/float64(n), (int64(ms1.StackInuse)-int64(ms0.StackInuse))>>10)
 

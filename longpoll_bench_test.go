@@ -12,7 +12,7 @@ import (
 	itest "github.com/queenlite/queen/internal/queentest"
 )
 
-// BenchmarkWaitingLongPoll measures what one parked long-poll costs while
+// BenchmarkWaitingLongPoll measures what one waiting long-poll costs while
 // it waits: heap (heap-B/pop) and goroutine stack (stack-B/pop), for each
 // kind of wait. b.N pops are parked at once (the parked-pop count says
 // when they all wait), measured, then ended by Close. ns/op is meaningless
@@ -73,7 +73,7 @@ func BenchmarkWaitingLongPoll(b *testing.B) {
 			close(errs)
 			for err := range errs {
 				if !errors.Is(err, queen.ErrClosed) {
-					b.Fatalf("a parked pop ended by Close returned %v, want ErrClosed", err)
+					b.Fatalf("a waiting pop ended by Close returned %v, want ErrClosed", err)
 				}
 			}
 		})

@@ -61,7 +61,7 @@ func TestMaintenanceMode_PopsTakeNothingUntilOff(t *testing.T) {
 	for i := range 6 {
 		items = append(items, PushItem{Queue: "m", Partition: fmt.Sprint("p", i%3), Payload: []byte(fmt.Sprint(i + 1))})
 	}
-	_, err = b.Push(ctx, items) // wakes the parked pop, which must park again empty-handed
+	_, err = b.Push(ctx, items) // wakes the waiting pop, which must wait again empty-handed
 	require.NoError(t, err)
 	for _, g := range []string{"g", "h", "late"} {
 		res, err := b.Pop(ctx, PopRequest{Queue: "m", Group: g, SubscriptionMode: SubscriptionModeAll, Batch: 100, Partitions: 10})
@@ -83,7 +83,7 @@ func TestMaintenanceMode_PopsTakeNothingUntilOff(t *testing.T) {
 	require.Equal(t, int64(7), st.Messages, "pushes are stored")
 	require.Zero(t, st.InFlight)
 
-	// Off: the parked pop wakes and takes its partition; everything else
+	// Off: the waiting pop wakes and takes its partition; everything else
 	// is delivered once to each group.
 	require.NoError(t, b.SetMaintenanceMode(ctx, false))
 	require.False(t, b.MaintenanceMode())

@@ -40,7 +40,7 @@ func parkPop(t *testing.T, b *queen.Broker, req queen.PopRequest) <-chan popOutc
 	return out
 }
 
-// woken waits for a parked pop to end, for at most wakeBound past now.
+// woken waits for a waiting pop to end, for at most wakeBound past now.
 func woken(t *testing.T, out <-chan popOutcome, what string) popOutcome {
 	t.Helper()
 	select {

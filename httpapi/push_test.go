@@ -816,7 +816,7 @@ func TestPop_ManyParkedLongPolls(t *testing.T) {
 			require.False(t, seen[tx], "delivered twice: %s", tx)
 			seen[tx] = true
 		case <-deadline:
-			t.Fatalf("only %d of %d parked pops were served", len(seen), n)
+			t.Fatalf("only %d of %d waiting pops were served", len(seen), n)
 		}
 	}
 }

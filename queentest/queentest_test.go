@@ -125,7 +125,7 @@ func recvWithin(t *testing.T, ch <-chan struct{}) {
 	}
 }
 
-// wakeWithin bounds, in real time, how long a parked pop may take to wake
+// wakeWithin bounds, in real time, how long a waiting pop may take to wake
 // once the fake clock passed its deadline. Without the clock's signal the
 // broker would look at the clock again only after a second.
 const wakeWithin = 800 * time.Millisecond

@@ -308,7 +308,7 @@ func TestEndToEnd(t *testing.T) {
 	case code := <-polled:
 		require.Equal(t, http.StatusNoContent, code)
 	case <-time.After(20 * time.Second):
-		t.Fatal("the parked long-poll did not end at shutdown")
+		t.Fatal("the waiting long-poll did not end at shutdown")
 	}
 	select {
 	case err := <-exited:

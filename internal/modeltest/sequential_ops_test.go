@@ -2131,7 +2131,7 @@ func msgCount(r *queen.PopResult) int {
 // syncWaiter brings the waiting pop in step with the model: it waits until
 // the pop has parked again or returned (itest.Waiting), so whatever it
 // did after the last step (join its group, note that its queue is missing,
-// take messages) is done; then it checks the answer, or that a parked pop
+// take messages) is done; then it checks the answer, or that a waiting pop
 // has nothing the model could give it.
 func (m *seqModel) syncWaiter() {
 	w := m.waiter
