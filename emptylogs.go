@@ -23,9 +23,9 @@ import (
 // the one Badger itself takes, so that no live database's new file is ever
 // taken for a dead one's: a directory whose lock is held is left as it is
 // (Badger then reports the lock), and so is every directory where that
-// lock does not exist (restoreLocksWork false).
+// lock does not exist (dirLocksWork false).
 func openAfterKill(bo badger.Options, wait func(attempt int), log *slog.Logger) (*badger.DB, error) {
-	if !bo.ReadOnly && restoreLocksWork {
+	if !bo.ReadOnly && dirLocksWork {
 		removed, err := removeEmptyLogFiles(bo.Dir, bo.ValueDir)
 		for _, f := range removed {
 			log.Warn("queen: open: removed an empty log file a killed process left", "file", f)
@@ -48,8 +48,8 @@ func removeEmptyLogFiles(dirs ...string) ([]string, error) {
 			continue
 		}
 		seen[dir] = true
-		lock, err := lockRestoreDir(dir)
-		if errors.Is(err, errRestoreDirBusy) || errors.Is(err, os.ErrNotExist) {
+		lock, err := lockDir(dir)
+		if errors.Is(err, errDirBusy) || errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {

@@ -92,9 +92,9 @@ func Restore(ctx context.Context, dir string, opts *Options, backups ...io.Reade
 // directories: .NAME.restore-, then os.MkdirTemp's decimal digits.
 func restoreDirPrefix(dir string) string { return "." + filepath.Base(dir) + ".restore-" }
 
-// errRestoreDirBusy is lockRestoreDir's answer for a directory whose
+// errDirBusy is lockDir's answer for a directory whose
 // restore is running.
-var errRestoreDirBusy = errors.New("in use by a running restore")
+var errDirBusy = errors.New("in use by a running process")
 
 // makeRestoreDir makes the temporary directory of a restore into dir,
 // beside it, and locks it. The lock is taken after the directory is
@@ -107,7 +107,7 @@ func makeRestoreDir(dir string) (tmp string, lock *os.File, err error) {
 		if err != nil {
 			return "", nil, err
 		}
-		lock, err = lockRestoreDir(tmp)
+		lock, err = lockDir(tmp)
 		if err == nil && sameDir(tmp, lock) {
 			return tmp, lock, nil
 		}
@@ -151,13 +151,13 @@ func clearDeadRestores(dir string, log *slog.Logger) {
 			continue
 		}
 		path := filepath.Join(parent, e.Name())
-		if !restoreLocksWork {
+		if !dirLocksWork {
 			log.Warn("queen: restore: found the directory of an earlier restore; remove it once no restore runs", "dir", path)
 			continue
 		}
-		lock, err := lockRestoreDir(path)
+		lock, err := lockDir(path)
 		switch {
-		case errors.Is(err, errRestoreDirBusy):
+		case errors.Is(err, errDirBusy):
 			log.Info("queen: restore: left an earlier restore's directory: in use by a running restore", "dir", path)
 			continue
 		case errors.Is(err, fs.ErrNotExist):
