@@ -411,9 +411,9 @@ func (b *Broker) discover(g *group, want int, now int64) {
 // that stands at the end of p, where it stood when it joined (see
 // startIn), with a cursor made for it if it has none: once the messages
 // are in, the end has moved, and only a stored cursor tells a restart
-// where the group started. Under b.mu, on the writer goroutine, before the
-// push's offsets are published; the cursors written are noted in r (see
-// pushReq.arrived).
+// where the group started. Under b.mu, as the push is prepared (see
+// preparePush): a push prepared before a group joined counts as before
+// the join. The cursors written are noted in r (see pushReq.arrived).
 func (b *Broker) arrivalCursors(p *partition, r *pushReq) []command {
 	var ops []command
 	for _, g := range p.q.slots {

@@ -260,13 +260,17 @@ func TestCursor_RolledBackWriteStoresArrivalCursorsAgain(t *testing.T) {
 	// The writer is idle: write a batch by hand that fails after the push
 	// was applied, then the push alone, as commit does.
 	pr := &pushReq{items: []PushItem{{Queue: "q", Partition: "p", TransactionID: "x", Payload: json.RawMessage(`2`)}}, results: make([]PushResult, 1)}
+	b.mu.Lock()
+	b.preparePush(pr, nil)
+	b.mu.Unlock()
 	bad := &writeReq{ops: []command{setKey{nil, []byte("x")}}} // Badger refuses an empty key
-	_, err = b.w.write([]*writeReq{{push: pr}, bad}, map[*partition]int64{})
+	_, err = b.w.write([]*writeReq{{push: pr}, bad})
 	require.Error(t, err)
-	touched := map[*partition]int64{}
-	ts, err := b.w.write([]*writeReq{{push: pr}}, touched)
+	pub, err := b.w.write([]*writeReq{{push: pr}})
 	require.NoError(t, err)
-	b.w.publish(touched, ts, []*writeReq{{push: pr}})
+	b.mu.Lock()
+	b.publish(pub)
+	b.mu.Unlock()
 
 	offset := func(b *Broker) int64 {
 		qs, err := b.QueueStats(ctx, "q")

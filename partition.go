@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
 	"time"
 
@@ -16,8 +17,8 @@ import (
 )
 
 // partition is an ordered lane of a queue. Guarded by Broker.mu; only the
-// writer goroutine moves next, and it hands out offsets from next on in a
-// write (see applyPush). Idle partitions are expected by the million, so
+// publisher moves next, to the end of a write the writer committed (the
+// writer hands out offsets past next on its own, see writer.tail). Idle partitions are expected by the million, so
 // its size counts: it fits 80 bytes, its stored messages are counted from
 // its offsets and holes (see stored).
 // Whatever moves next, first, a cursor's offset or the queue's groups calls
@@ -27,7 +28,7 @@ type partition struct {
 	pid        uint64
 	name       string
 	first      int64      // lowest retained offset
-	next       int64      // one past the newest committed offset
+	next       int64      // one past the newest published offset (see writer.publisher)
 	lastPushAt int64      // µs
 	cursors    *[]*cursor // by group slot; nil until a group has one here (see cursorOf)
 	created    uint32     // unix seconds
@@ -249,6 +250,12 @@ func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 		}
 	}
 	results := make([]PushResult, len(items))
+	// Items to queues with a MaxSize need room unless they are duplicates;
+	// those stored already are found here, outside the lock.
+	dups, err := b.existingTxIDs(items)
+	if err != nil {
+		return nil, err
+	}
 	var reqs []*pushReq
 	// A huge request is split across storage transactions, so that it
 	// does not fail (see storeLimits).
@@ -264,7 +271,14 @@ func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
+	lo := 0
 	for _, r := range reqs {
+		if dups != nil {
+			b.preparePush(r, dups[lo:lo+len(r.items)])
+		} else {
+			b.preparePush(r, nil)
+		}
+		lo += len(r.items)
 		b.w.submitPush(r)
 	}
 	b.mu.Unlock()
@@ -275,6 +289,66 @@ func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 	}
 	b.observePushes(items, results, time.Since(start))
 	return results, nil
+}
+
+// preparePush resolves what r's items need before the writer stores them:
+// their queues and partitions (created in memory if new), the records of
+// those not stored yet, the cursors their arrival stores (see
+// arrivalCursors), whether their queue encrypts, and, for a plain push,
+// room under each queue's MaxSize, item by item; dups marks the items
+// expected to be duplicates, which take none (nil: none is). Under b.mu,
+// in the same hold that submits r, so that the writer stores pushes and
+// other writes in the order memory saw them.
+func (b *Broker) preparePush(r *pushReq, dups []bool) {
+	r.parts = make([]*partition, len(r.items))
+	r.plans = make([]itemPlan, len(r.items))
+	var stored []any // queues and partitions whose records r.records holds
+	for i := range r.items {
+		it := &r.items[i]
+		q := b.queues[it.Queue]
+		if q == nil {
+			cfg := pushCreatedConfig(it.Queue)
+			if it.Namespace != "" || it.Task != "" {
+				cfg.Namespace, cfg.Task = it.Namespace, it.Task
+			}
+			q = b.newQueue(it.Queue, cfg)
+		}
+		if !q.persisted && !slices.Contains(stored, any(q)) {
+			stored = append(stored, q)
+			r.records = append(r.records, setKey{keys.QueueKey(q.name), q.meta()})
+		}
+		p, _ := b.partitionFor(q, it.Partition)
+		if !p.persisted && !slices.Contains(stored, any(p)) {
+			stored = append(stored, p)
+			r.records = append(r.records, setKey{keys.PartitionKey(p.pid), p.meta()})
+		}
+		if i == 0 || p != r.parts[i-1] {
+			r.records = append(r.records, b.arrivalCursors(p, r)...)
+		}
+		r.parts[i] = p
+		if q.cfg.EncryptionEnabled {
+			r.plans[i] |= planEncrypt
+		}
+		if !r.txn && q.cfg.MaxSize > 0 && !b.takeRoom(r, q, dups != nil && dups[i]) {
+			r.plans[i] |= planNoRoom
+		}
+	}
+}
+
+// takeRoom reserves room for one message of a plain push on q, a queue
+// with a MaxSize; false when the queue is full, or for an expected
+// duplicate, which needs none. Pending counts what is published, reserved
+// what transactions and pushes not yet published hold. Under b.mu.
+func (b *Broker) takeRoom(r *pushReq, q *queue, dup bool) bool {
+	if dup || q.pending+q.reserved >= int64(q.cfg.MaxSize) {
+		return false
+	}
+	if r.reserved == nil {
+		r.reserved = make(map[*queue]int64)
+	}
+	r.reserved[q]++
+	q.reserved++
+	return true
 }
 
 // Record is one message read by [Broker.Fetch].

@@ -403,8 +403,9 @@ func newBroker(db *badger.DB, o Options) (*Broker, error) {
 	}
 	b.w = newWriter(b)
 	b.timers.init(b)
-	b.bg.Add(3)
+	b.bg.Add(4)
 	go func() { defer b.bg.Done(); b.w.run() }()
+	go func() { defer b.bg.Done(); b.w.publisher() }()
 	if b.w.lazy {
 		b.bg.Add(1)
 		go func() { defer b.bg.Done(); b.w.syncLater() }()

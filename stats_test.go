@@ -89,10 +89,10 @@ func TestSetGroupSubscription_DropsTheOldHold(t *testing.T) {
 }
 
 // TestDeleteGroup_RejoinedGroupKeepsItsStartAcrossRestart: a group deleted
-// and joined again (mode new) while a push waits for the writer: the push,
-// applied after both, stores where the new group starts, and the
-// deletion's write, queued before it, does not remove that: after a
-// restart the group still starts before the push's message and gets it.
+// and joined again (mode new) while a push submitted before both waits for
+// the writer: the push counts as before the join, so the new group starts
+// after its message, live and after a restart (the old group's cursor,
+// stored, is deleted with it; nothing of it is left to move the new one).
 func TestDeleteGroup_RejoinedGroupKeepsItsStartAcrossRestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -112,22 +112,22 @@ func TestDeleteGroup_RejoinedGroupKeepsItsStartAcrossRestart(t *testing.T) {
 			_, err := b.DeleteGroup(bg, "g", "q", true)
 			assert.NoError(t, err)
 		},
-		joinNew) // g again, at the end as it stands now: before b
+		joinNew) // g again, after b
 
-	require.EqualValues(t, 2, cursorOf(t, b, "q", "p", "g").Offset, "live: g gets b")
+	require.EqualValues(t, 3, cursorOf(t, b, "q", "p", "g").Offset, "live: g starts after b")
 	require.NoError(t, b.Close())
 	b = itest.OpenDir(t, dir, nil)
-	require.EqualValues(t, 2, cursorOf(t, b, "q", "p", "g").Offset, "reopened: the same")
+	require.EqualValues(t, 3, cursorOf(t, b, "q", "p", "g").Offset, "reopened: the same")
 }
 
 // TestDeleteGroup_RejoinedGroupKeepsItsStartOverAnOldWrite: as in
 // TestDeleteGroup_RejoinedGroupKeepsItsStartAcrossRestart, a group is
 // deleted and joined again (mode new) while a push waits for the writer,
-// and a write of the old group's cursor (here a seek) was queued between
-// the push and the delete. The push, applied first, stores where the new
-// group starts, and the old group's write does not overwrite it: after a
-// restart the group stands where the new one started, not where the old
-// one was moved to, and reads nothing the new one never had.
+// and a write of the old group's cursor (here a seek back to the start)
+// was queued between the push and the delete. The old group's write does
+// not outlive it: after a restart the group stands where the new one
+// started, after the push's message, not where the old one was moved to,
+// and reads nothing the new one never had.
 func TestDeleteGroup_RejoinedGroupKeepsItsStartOverAnOldWrite(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -148,14 +148,14 @@ func TestDeleteGroup_RejoinedGroupKeepsItsStartOverAnOldWrite(t *testing.T) {
 			_, err := b.DeleteGroup(bg, "g", "q", true)
 			assert.NoError(t, err)
 		},
-		func() { // g again, at the end as it stands now: before c
+		func() { // g again, after c
 			res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Group: "g", SubscriptionMode: queen.SubscriptionModeNew})
 			assert.NoError(t, err)
 			assert.Empty(t, res.Messages)
 		})
 
-	require.EqualValues(t, 2, cursorOf(t, b, "q", "p", "g").Offset, "live: g gets c")
+	require.EqualValues(t, 3, cursorOf(t, b, "q", "p", "g").Offset, "live: g starts after c")
 	require.NoError(t, b.Close())
 	b = itest.OpenDir(t, dir, nil)
-	require.EqualValues(t, 2, cursorOf(t, b, "q", "p", "g").Offset, "reopened: the same")
+	require.EqualValues(t, 3, cursorOf(t, b, "q", "p", "g").Offset, "reopened: the same")
 }

@@ -3,8 +3,8 @@ package queen
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,28 +24,52 @@ import (
 // commands (see command), which the writer applies in the order they were
 // submitted.
 
-// pushReq is a push waiting for the writer.
+// pushReq is a push waiting for the writer. The broker's side prepares it
+// under b.mu when it submits it (see Broker.preparePush): the queues and
+// partitions its items go to, the records those need, the room they take
+// under MaxSize. The writer then stores it without the broker's lock, and
+// the publisher makes it visible (see publisher).
 type pushReq struct {
 	items   []PushItem
 	results []PushResult
 	done    chan error
 	// txn marks the pushes of a transaction: their room under MaxSize was
 	// reserved when it was admitted, and an item refused here aborts the
-	// whole request. A plain push reserves its room item by item as the
-	// writer stores it. Either way the room is in reserved (and in the
-	// queue's reserved count) until the write is published or failed, so
-	// that a transaction admitted meanwhile sees it taken.
+	// whole request. A plain push reserves its room item by item as it
+	// is prepared. Either way the room is in reserved (and in the queue's
+	// reserved count) until the write is published or failed, so that a
+	// push or transaction admitted meanwhile sees it taken.
 	txn      bool
 	reserved map[*queue]int64
-	// arrived are the cursors whose writes arrivalCursors added to the
-	// write in progress (marking them stored); a rolled-back write marks
-	// them unstored again, so the write that replaces it stores them.
+
+	// Set by preparePush, read by the writer.
+	parts []*partition // item i's partition
+	plans []itemPlan   // what item i needs
+	// records are the writes that go before the messages: the records
+	// of queues and partitions not stored yet, and arrival cursors.
+	records []command
+	// arrived are the cursors whose writes arrivalCursors added to
+	// records (marking them stored); a push that fails marks them
+	// unstored again, so a later write stores them.
 	arrived []*cursor
+
 	// sizes are the bytes of the message records the write holds, a run
 	// of items to one queue per entry (a push is mostly to one queue), for
-	// the queues' size samples (see queue.sizeSum).
+	// the queues' size samples (see queue.sizeSum). The writer's.
 	sizes []sizeSample
 }
+
+// itemPlan is what preparePush decided for one item of a push.
+type itemPlan uint8
+
+const (
+	// planEncrypt: the item's queue encrypts payloads.
+	planEncrypt itemPlan = 1 << iota
+	// planNoRoom: the item's queue has a MaxSize and holds no room for
+	// it (it was full, or the item was expected to be a duplicate, which
+	// needs none). Unless it is a duplicate, it fails with ErrQueueFull.
+	planNoRoom
+)
 
 // sizeSample is a sum of the sizes of n messages of queue q.
 type sizeSample struct {
@@ -231,10 +255,20 @@ type writer struct {
 	holds   map[string][]*cursorHold
 	applied []*cursorHold
 	undo    []holdUndo
+
+	// pubs takes the writes the writer is done with to the publisher, in
+	// commit order; the writer closes it when it stops.
+	pubs chan publication
+	// ahead holds, for each partition with committed messages the
+	// publisher has not published yet, one past the newest: where the
+	// writer hands out offsets there (elsewhere from the partition's
+	// next, which only the publisher moves). Under mu; the publisher
+	// removes a partition once it published its end (see tail).
+	ahead map[*partition]int64
 }
 
 func newWriter(b *Broker) *writer {
-	return &writer{b: b, signal: make(chan struct{}, 1), wake: make(chan struct{}, 1),
+	return &writer{b: b, signal: make(chan struct{}, 1), wake: make(chan struct{}, 1), pubs: make(chan publication, 16),
 		lazy: b.opts.Durability == SyncPushes && !b.opts.InMemory && !b.db.Opts().SyncWrites}
 }
 
@@ -290,6 +324,7 @@ func (w *writer) run() {
 			if err := w.sync(true); err != nil {
 				w.closeErr = storageErr("sync", err)
 			}
+			close(w.pubs)
 			return
 		}
 		for {
@@ -310,7 +345,7 @@ func (w *writer) commitAll(batch []*writeReq) {
 	for len(batch) > 0 {
 		if r := batch[0]; r.drop != nil {
 			// DropPrefix refuses other writes while it runs; here there are none.
-			r.done <- storageErr("delete", w.b.db.DropPrefix(r.drop...))
+			w.pubs <- publication{batch: batch[:1], err: storageErr("delete", w.b.db.DropPrefix(r.drop...))}
 			batch = batch[1:]
 			continue
 		}
@@ -351,53 +386,58 @@ func (r *writeReq) estimate(threshold int) (bytes, ops int) {
 	return bytes, ops
 }
 
-// commit writes batch in one transaction and answers its requests. If
-// Badger refuses it for its size (our estimate ran short, or a value is
-// over Badger's limit) or a transaction's push is refused, the requests are
-// written one by one, so one caller's request never fails the others'; a
-// single request too big for one transaction is split (see commitSplit).
+// commit writes batch in one transaction and hands it to the publisher,
+// which answers its requests. If Badger refuses it for its size (our
+// estimate ran short, or a value is over Badger's limit) or a
+// transaction's push is refused, the requests are written one by one, so
+// one caller's request never fails the others'; a single request too big
+// for one transaction is split (see commitSplit).
 func (w *writer) commit(batch []*writeReq) {
 	if f := w.beforeCommit.Load(); f != nil {
 		(*f)()
 	}
-	touched := make(map[*partition]int64)
-	ts, err := w.write(batch, touched)
+	pub, err := w.write(batch)
 	switch {
 	case err == nil:
-		w.publish(touched, ts, batch)
-		for _, r := range batch {
-			r.done <- nil
-		}
-	case len(batch) > 1 && (isTooBig(err) || errors.Is(err, errTxnPushRefused)):
+		w.pubs <- pub
+	case !pub.committed && len(batch) > 1 && (isTooBig(err) || errors.Is(err, errTxnPushRefused)):
 		w.b.log.Warn("queen: a write batch was refused, writing its requests one by one", "requests", len(batch), "err", storageErr("write", err))
 		for _, r := range batch {
 			w.commit([]*writeReq{r})
 		}
-	case errors.Is(err, badger.ErrTxnTooBig):
+	case !pub.committed && errors.Is(err, badger.ErrTxnTooBig):
 		w.commitSplit(batch[0])
 	default:
-		w.failBatch(batch, err)
+		pub.err = storageErr("write", err)
+		w.pubs <- pub
 	}
 }
 
 // write applies batch to one Badger transaction and commits it (with fsync
-// as Options.Durability says, see afterCommit). On error nothing was written and the offsets it
-// handed out are taken back.
-func (w *writer) write(batch []*writeReq, touched map[*partition]int64) (int64, error) {
+// as Options.Durability says, see afterCommit). It returns the batch's
+// publication: committed, with the partitions' new ends, once Badger
+// committed it (even if the fsync after failed: what Badger holds is
+// read back); if not, nothing was written and the offsets it handed out
+// are free again.
+func (w *writer) write(batch []*writeReq) (publication, error) {
 	b := w.b
 	ts := max(b.now(), w.lastTS)
 	w.lastTS = ts
+	pub := publication{batch: batch, ts: ts}
 
 	txn := b.db.NewTransaction(true)
 	defer txn.Discard()
-	committed := false
+	var ends map[*partition]int64 // one past the messages written, by partition
 	err := func() error {
 		for _, r := range batch {
 			if err := applyAll(txn, r.ops); err != nil {
 				return err
 			}
 			if r.push != nil {
-				if err := w.applyPush(txn, r.push, ts, touched); err != nil {
+				if ends == nil {
+					ends = make(map[*partition]int64)
+				}
+				if err := w.applyPush(txn, r.push, ts, ends); err != nil {
 					return err
 				}
 			}
@@ -405,15 +445,21 @@ func (w *writer) write(batch []*writeReq, touched map[*partition]int64) (int64, 
 		if err := txn.Commit(); err != nil {
 			return err
 		}
-		committed = true
+		pub.committed = true
 		w.commits.Add(1)
+		if len(ends) > 0 {
+			pub.ends = ends
+			w.mu.Lock()
+			if w.ahead == nil {
+				w.ahead = make(map[*partition]int64)
+			}
+			maps.Copy(w.ahead, ends)
+			w.mu.Unlock()
+		}
 		return w.afterCommit(batch)
 	}()
-	w.settleHolds(committed)
-	if err != nil {
-		w.rollback(batch)
-	}
-	return ts, err
+	w.settleHolds(pub.committed)
+	return pub, err
 }
 
 // afterCommit fsyncs a commit that must be durable before it returns.
@@ -510,40 +556,24 @@ func (w *writer) commitSplit(r *writeReq) {
 			size, count = size+s, count+c
 			n++
 		}
-		if _, err := w.write([]*writeReq{{ops: ops[:n], state: r.state}}, nil); err != nil {
-			w.failBatch([]*writeReq{r}, err)
+		if _, err := w.write([]*writeReq{{ops: ops[:n], state: r.state}}); err != nil {
+			w.pubs <- publication{batch: []*writeReq{r}, err: storageErr("write", err)}
 			return
 		}
 		ops = ops[n:]
 	}
-	if r.push != nil {
-		touched := make(map[*partition]int64)
-		ts, err := w.write([]*writeReq{{push: r.push}}, touched)
-		if err != nil {
-			w.failBatch([]*writeReq{{push: r.push, done: r.done}}, err)
-			return
-		}
-		w.publish(touched, ts, []*writeReq{r})
+	if r.push == nil {
+		w.pubs <- publication{batch: []*writeReq{r}, committed: true}
+		return
 	}
-	r.done <- nil
-}
-
-// failBatch answers a batch that could not be written.
-func (w *writer) failBatch(batch []*writeReq, cause error) {
-	err := storageErr("write", cause)
-	w.b.mu.Lock()
-	for _, r := range batch {
-		if r.push != nil {
-			w.b.unreserve(r.push)
-		}
+	pub, err := w.write([]*writeReq{{push: r.push}})
+	pub.batch = []*writeReq{r}
+	if err != nil {
+		// The request's writes are stored: only its push failed.
+		pub.batch = []*writeReq{{push: r.push, done: r.done}}
+		pub.err = storageErr("write", err)
 	}
-	w.b.mu.Unlock()
-	for _, r := range batch {
-		if len(r.ops) > 0 { // memory already holds the effect: stop serving
-			w.b.fail(err)
-		}
-		r.done <- err
-	}
+	w.pubs <- pub
 }
 
 // applyAll applies cmds to txn, in order.
@@ -556,133 +586,115 @@ func applyAll(txn *badger.Txn, cmds []command) error {
 	return nil
 }
 
-// rollback gives back the room the plain pushes of a transaction that did
-// not commit took under MaxSize (a transaction keeps the room it was
-// admitted with until it is failed or written). The offsets it handed out
-// go with touched, which the caller drops.
-func (w *writer) rollback(batch []*writeReq) {
+// publication is a write the writer is done with, on its way to the
+// publisher: what it committed, or why it failed.
+type publication struct {
+	batch     []*writeReq
+	committed bool                 // Badger committed the batch
+	ends      map[*partition]int64 // the partitions it wrote messages to: their new ends
+	ts        int64                // the messages' creation time, µs
+	err       error                // what its requests are answered (nil: done)
+}
+
+// publisher applies the writer's publications to the broker's memory, in
+// the order the writer committed them, and answers their requests: it
+// makes committed messages visible to pops, gives back the room pushes
+// reserved, and stops the broker on a failed write whose effect memory
+// already holds. It is the writer's one link to the broker's lock: the
+// writer itself never takes it. It returns once the writer has stopped.
+func (w *writer) publisher() {
 	b := w.b
-	b.mu.Lock()
-	for _, r := range batch {
-		if r.push != nil && !r.push.txn {
-			b.unreserve(r.push)
-		}
-		if r.push != nil {
-			for _, c := range r.push.arrived {
-				c.stored = false
+	for pub := range w.pubs {
+		b.mu.Lock()
+		b.publish(pub)
+		b.mu.Unlock()
+		if len(pub.ends) > 0 {
+			w.mu.Lock()
+			for p, end := range pub.ends {
+				if w.ahead[p] == end { // no later write of p on its way
+					delete(w.ahead, p)
+				}
 			}
-			r.push.arrived = nil
+			w.mu.Unlock()
+		}
+		for _, r := range pub.batch {
+			if pub.err != nil && len(r.ops) > 0 { // memory already holds the effect: stop serving
+				b.fail(pub.err)
+			}
+			r.done <- pub.err
 		}
 	}
-	b.mu.Unlock()
 }
 
-// takeRoom reserves room for one message of a plain push on q, a queue
-// with a MaxSize; false when the queue is full. Pending counts what is
-// committed, reserved what transactions and writes in progress hold.
-func (w *writer) takeRoom(r *pushReq, q *queue) bool {
-	b := w.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if q.cfg.MaxSize > 0 && q.pending+q.reserved >= int64(q.cfg.MaxSize) {
-		return false
-	}
-	if r.reserved == nil {
-		r.reserved = make(map[*queue]int64)
-	}
-	r.reserved[q]++
-	q.reserved++
-	return true
-}
-
-// giveRoom gives back one unit takeRoom took.
-func (w *writer) giveRoom(r *pushReq, q *queue) {
-	b := w.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	r.reserved[q]--
-	q.reserved--
-}
-
-// publish makes committed messages visible to pops and gives back the
-// room the batch's transactions reserved, under b.mu (together, so the
-// room is never counted twice nor free twice).
-func (w *writer) publish(touched map[*partition]int64, ts int64, batch []*writeReq) {
-	b := w.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, r := range batch {
-		if r.push != nil {
-			b.unreserve(r.push)
-			r.push.arrived = nil // written
-			for _, s := range r.push.sizes {
+// publish applies pub to memory: a committed write's messages become
+// visible (p.next moves to its end) and count in their queue; the room
+// its pushes reserved goes back (their messages now count in pending, so
+// the room is never counted twice nor free twice); a push that was not
+// written leaves its arrival cursors to be stored by a later write. Under
+// b.mu.
+func (b *Broker) publish(pub publication) {
+	for _, r := range pub.batch {
+		pr := r.push
+		if pr == nil {
+			continue
+		}
+		b.unreserve(pr)
+		if pub.committed {
+			for _, s := range pr.sizes {
 				s.q.sizeSum += s.bytes
 				s.q.sizeN += s.n
 			}
+		} else {
+			for _, c := range pr.arrived {
+				c.stored = false
+			}
 		}
+		pr.arrived = nil
 	}
-	for p, n := range touched {
-		if !p.persisted {
-			p.persisted = true
-		}
+	for p, end := range pub.ends {
+		p.persisted = true
 		p.q.persisted = true
+		if end <= p.next {
+			continue
+		}
+		n := end - p.next
+		p.next = end
 		if p.deleted {
 			continue
 		}
-		p.next += n
 		p.q.count += n
-		p.lastPushAt = ts
+		p.lastPushAt = pub.ts
 		b.messagesArrived(p)
 		b.repend(p)
 	}
-	if len(touched) > 0 {
+	if len(pub.ends) > 0 {
 		b.appended()
 	}
 }
 
-// applyPush adds a push to txn: dedup, queue-size check, offsets, records.
-func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*partition]int64) error {
+// tail returns one past the newest offset the writer handed out in p in
+// committed writes: the end of its newest write the publisher has not
+// published, or p's next. Reading next here is safe: the publisher moves it
+// only for a partition in ahead, and removes it from ahead after.
+func (w *writer) tail(p *partition) int64 {
+	w.mu.Lock()
+	end, ok := w.ahead[p]
+	w.mu.Unlock()
+	if !ok {
+		end = p.next
+	}
+	return end
+}
+
+// applyPush adds a push to txn: the records preparePush made, then each
+// item's dedup check, offset and message record. ends holds, for the
+// partitions the write in progress added messages to, one past the newest.
+func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, ends map[*partition]int64) error {
 	b := w.b
 	r.sizes = r.sizes[:0] // of an earlier attempt that was rolled back
-	parts := make([]*partition, len(r.items))
-	encrypt := make([]bool, len(r.items))
-	limited := make([]bool, len(r.items)) // plain pushes to a queue with a MaxSize
-	var metas []command
-	var metaQs []*queue // whose metadata metas store
-	var metaPs []*partition
-
 	// No check of b.closed here: a push accepted before Close refused calls
 	// is committed (Close stops the writer only after such calls return).
-	b.mu.Lock()
-	for i := range r.items {
-		it := &r.items[i]
-		q := b.queues[it.Queue]
-		if q == nil {
-			cfg := pushCreatedConfig(it.Queue)
-			if it.Namespace != "" || it.Task != "" {
-				cfg.Namespace, cfg.Task = it.Namespace, it.Task
-			}
-			q = b.newQueue(it.Queue, cfg)
-		}
-		if !q.persisted && !slices.Contains(metaQs, q) {
-			metaQs = append(metaQs, q)
-			metas = append(metas, setKey{keys.QueueKey(q.name), q.meta()})
-		}
-		p, _ := b.partitionFor(q, it.Partition)
-		if !p.persisted && !slices.Contains(metaPs, p) {
-			metaPs = append(metaPs, p)
-			metas = append(metas, setKey{keys.PartitionKey(p.pid), p.meta()})
-		}
-		if i == 0 || p != parts[i-1] {
-			metas = append(metas, b.arrivalCursors(p, r)...)
-		}
-		parts[i] = p
-		encrypt[i] = q.cfg.EncryptionEnabled
-		limited[i] = !r.txn && q.cfg.MaxSize > 0
-	}
-	b.mu.Unlock()
-
-	if err := applyAll(txn, metas); err != nil {
+	if err := applyAll(txn, r.records); err != nil {
 		return err
 	}
 	var val []byte
@@ -690,7 +702,7 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*p
 	var pidStr string
 	for i := range r.items {
 		it := &r.items[i]
-		p := parts[i]
+		p := r.parts[i]
 		res := &r.results[i]
 		if p != idOf {
 			idOf, pidStr = p, p.uuid()
@@ -718,28 +730,28 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*p
 		case err != badger.ErrKeyNotFound:
 			return err
 		}
-		// A transaction's items had their room reserved when it was admitted.
-		if limited[i] && !w.takeRoom(r, p.q) {
+		if r.plans[i]&planNoRoom != 0 {
 			res.Status, res.Err = PushFailed, ErrQueueFull
 			continue
 		}
 		id := uuid.NewV7At(b.clock.Now())
 		m := record.Message{CreatedAt: ts, ID: id, TxID: it.TransactionID, TraceID: it.TraceID, ProducerSub: it.ProducerSub, Payload: it.Payload}
-		if encrypt[i] {
+		if r.plans[i]&planEncrypt != 0 {
 			if m.Payload, err = b.seal(it.Payload); err != nil {
 				if r.txn {
 					return fmt.Errorf("%w: %w", errTxnPushRefused, err)
 				}
-				// This item only: the others of the batch are written.
-				if limited[i] {
-					w.giveRoom(r, p.q)
-				}
+				// This item only: the others of the batch are written. Its
+				// room goes back with the rest when the push is published.
 				res.Status, res.Err = PushFailed, err
 				continue
 			}
 			m.Flags |= record.FlagEncrypted
 		}
-		off := p.next + touched[p] // the writer alone moves next
+		off, ok := ends[p]
+		if !ok {
+			off = w.tail(p)
+		}
 		val = record.AppendMessage(make([]byte, 0, record.MessageSize(&m)), &m)
 		if err := txn.Set(keys.MessageKey(p.pid, off), val); err != nil {
 			return err
@@ -747,7 +759,7 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, touched map[*p
 		if err := txn.Set(tk, record.Offset(off)); err != nil {
 			return err
 		}
-		touched[p]++
+		ends[p] = off + 1
 		size := int64(17 + len(val) + len(tk) + 8)
 		if k := len(r.sizes) - 1; k >= 0 && r.sizes[k].q == p.q {
 			r.sizes[k].bytes += size

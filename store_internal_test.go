@@ -39,6 +39,8 @@ func TestWriter_RefusedValueFailsOnlyItsCaller(t *testing.T) {
 		r.results = make([]PushResult, len(r.items))
 	}
 	b.mu.Lock()
+	b.preparePush(big, nil)
+	b.preparePush(small, nil)
 	meta := b.queues["other"].meta()
 	b.mu.Unlock()
 	write := &writeReq{ops: []command{setKey{keys.QueueKey("other"), meta}}, done: make(chan error, 1)}
@@ -271,7 +273,7 @@ func TestWriter_DeletedGroupCursorKeepsOnlyALaterGroupsArrival(t *testing.T) {
 		for i, ops := range reqs {
 			batch[i] = &writeReq{ops: ops}
 		}
-		_, err := b.w.write(batch, nil)
+		_, err := b.w.write(batch)
 		return err
 	}
 	stored := func() string {

@@ -50,13 +50,12 @@ func TestDeleteQueue_RacingPushSurvivesReopen(t *testing.T) {
 	require.Equal(t, before, storedCounts(t, b))
 }
 
-// TestDeleteQueue_QueueRecreatedByAQueuedPushSurvivesReopen: a push waiting
-// for the writer is applied after a ConfigureQueue and a DeleteQueue that
-// came later, so it re-creates the queue the delete removed. Neither the
-// configuration's write, made for the deleted queue, nor the delete's
-// touches the new queue's metadata: its partitions and messages are there
-// after the next Open.
-func TestDeleteQueue_QueueRecreatedByAQueuedPushSurvivesReopen(t *testing.T) {
+// TestDeleteQueue_QueuedPushGoesWithTheQueue: a push waiting for the
+// writer belongs to the queue it was submitted to, so a ConfigureQueue and
+// a DeleteQueue submitted after it, whose writes wait behind it, delete it
+// with the queue: the queue is gone live and after the next Open, and its
+// name is free.
+func TestDeleteQueue_QueuedPushGoesWithTheQueue(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	b := itest.OpenDir(t, dir, nil)
@@ -74,10 +73,12 @@ func TestDeleteQueue_QueueRecreatedByAQueuedPushSurvivesReopen(t *testing.T) {
 		})
 
 	before := storedCounts(t, b)
-	require.Equal(t, int64(1), before["q"], "the queued push re-created q with its message")
+	require.NotContains(t, before, "q", "the queued push went with the queue")
 	require.NoError(t, b.Close())
 	b = itest.OpenDir(t, dir, nil)
 	require.Equal(t, before, storedCounts(t, b))
+	pushOne(t, b, "q", "p", "again", `3`)
+	require.Equal(t, int64(1), storedCounts(t, b)["q"], "the name is free: a push makes a new queue")
 }
 
 // Deleting a queue drops its live leases: renewing or acking with one is

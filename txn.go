@@ -161,6 +161,7 @@ func (b *Broker) ExecTransaction(ctx context.Context, ops []TxOp) (*TxResult, er
 	}
 	done := make(chan error, 1)
 	pr.done = done
+	b.preparePush(pr, nil)
 	b.w.enqueue(&writeReq{ops: writes, push: pr, done: done})
 	b.mu.Unlock()
 	for _, e := range joins {
@@ -180,11 +181,12 @@ func (b *Broker) ExecTransaction(ctx context.Context, ops []TxOp) (*TxResult, er
 	return res, nil
 }
 
-// existingTxIDs reports which items name a transactionId already stored in
-// their partition, or repeat an earlier item of the same transaction:
-// duplicates, which take no room under MaxSize.
+// existingTxIDs reports which items to queues with a MaxSize name a
+// transactionId already stored in their partition, or repeat an earlier
+// item of the same call: duplicates, which take no room. Nil when no item
+// goes to such a queue under a transactionId of the caller's.
 func (b *Broker) existingTxIDs(items []PushItem) ([]bool, error) {
-	dups := make([]bool, len(items))
+	var dups []bool
 	type ref struct {
 		i   int
 		pid uint64
@@ -197,6 +199,13 @@ func (b *Broker) existingTxIDs(items []PushItem) ([]bool, error) {
 		if it.generatedID {
 			continue
 		}
+		q := b.queues[it.Queue]
+		if q == nil || q.cfg.MaxSize == 0 {
+			continue
+		}
+		if dups == nil {
+			dups = make([]bool, len(items))
+		}
 		if len(items) > 1 {
 			if seen == nil {
 				seen = make(map[[3]string]bool, len(items))
@@ -207,10 +216,8 @@ func (b *Broker) existingTxIDs(items []PushItem) ([]bool, error) {
 			}
 			seen[k] = true
 		}
-		if q := b.queues[it.Queue]; q != nil && q.cfg.MaxSize > 0 {
-			if p := q.parts[it.Partition]; p != nil {
-				refs = append(refs, ref{i, p.pid})
-			}
+		if p := q.parts[it.Partition]; p != nil {
+			refs = append(refs, ref{i, p.pid})
 		}
 	}
 	b.mu.Unlock()
@@ -241,12 +248,12 @@ func (b *Broker) reservePushes(pr *pushReq, dups []bool) (int, error) {
 	for j := range pr.items {
 		q := b.queues[pr.items[j].Queue]
 		if q == nil {
-			continue // created by the writer, unlimited and unencrypted
+			continue // created by preparePush, unlimited and unencrypted
 		}
 		if q.cfg.EncryptionEnabled && len(b.opts.EncryptionKey) == 0 {
 			return j, argErr("PushItem.Queue", "queue %q is encrypted and Options.EncryptionKey is not set", q.name)
 		}
-		if q.cfg.MaxSize == 0 || dups[j] {
+		if q.cfg.MaxSize == 0 || dups != nil && dups[j] {
 			continue
 		}
 		need[q]++
