@@ -426,7 +426,7 @@ func (b *Broker) arrivalCursors(p *partition, r *pushReq) []command {
 		} else if c.stored {
 			continue
 		}
-		ops = append(ops, storeArrivalCursor{putCursor: c.save(), g: g, w: b.w})
+		ops = append(ops, c.save())
 		r.arrived = append(r.arrived, c)
 	}
 	return ops

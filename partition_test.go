@@ -131,6 +131,33 @@ func TestPartition_MaxSizeFailsItems(t *testing.T) {
 	require.ErrorIs(t, res[2].Err, queen.ErrQueueFull)
 }
 
+// A duplicate takes no room under MaxSize: in a queue one message short of
+// full, a push of a stored message's transactionId (twice) and a new one
+// stores the new one; a second new one finds the queue full.
+func TestPartition_MaxSizeDuplicatesTakeNoRoom(t *testing.T) {
+	t.Parallel()
+	b := queentest.NewBroker(t, nil)
+	cfg := queen.DefaultQueueConfig()
+	cfg.MaxSize = 2
+	_, err := b.ConfigureQueue(bg, "small", cfg)
+	require.NoError(t, err)
+	pushOne(t, b, "small", "", "old", `1`)
+	res, err := b.Push(bg, []queen.PushItem{
+		{Queue: "small", TransactionID: "old"},
+		{Queue: "small", TransactionID: "old"},
+		{Queue: "small", TransactionID: "new"},
+		{Queue: "small", TransactionID: "new"},
+		{Queue: "small", TransactionID: "newer"},
+	})
+	require.NoError(t, err)
+	status := make([]queen.PushStatus, len(res))
+	for i, r := range res {
+		status[i] = r.Status
+	}
+	require.Equal(t, []queen.PushStatus{queen.PushDuplicate, queen.PushDuplicate, queen.PushQueued, queen.PushDuplicate, queen.PushFailed}, status)
+	require.ErrorIs(t, res[4].Err, queen.ErrQueueFull)
+}
+
 func TestPartition_LargePushIsSplitButComplete(t *testing.T) {
 	t.Parallel()
 	itest.Run(t, nil, func(t *testing.T, b *queen.Broker) {

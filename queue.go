@@ -270,7 +270,7 @@ func (b *Broker) ConfigureQueue(ctx context.Context, name string, cfg QueueConfi
 	if cfg.DelayedProcessing < old.DelayedProcessing || cfg.WindowBuffer < old.WindowBuffer {
 		b.shortenHolds(q, (old.DelayedProcessing - cfg.DelayedProcessing).Microseconds())
 	}
-	ops := []command{setQueueIfStill{keys.QueueKey(name), q.meta(), q.id.String()}}
+	ops := []command{setKey{keys.QueueKey(name), q.meta()}}
 	q.persisted = true
 	p, created := b.partitionFor(q, DefaultPartition)
 	if created {

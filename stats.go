@@ -303,7 +303,7 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 			g.removeReady(c)
 			ops = append(ops, deleteKey{keys.PositionKey(p.pid, name)}) // a position's metadata goes with it
 			if deleteMetadata {
-				ops = append(ops, b.w.dropGroupCursor(keys.CursorKey(p.pid, name), g))
+				ops = append(ops, deleteKey{keys.CursorKey(p.pid, name)})
 				(*p.cursors)[g.slot] = nil
 				continue
 			}

@@ -21,8 +21,11 @@ import (
 // gathers what concurrent callers submitted into one transaction and one
 // fsync (group commit). Because the writer is the only writer, offsets are
 // assigned in commit order and transactions never conflict. Callers submit
-// commands (see command), which the writer applies in the order they were
-// submitted.
+// commands (see command) and pushes, which the writer applies in the order
+// they were submitted. The writer never takes the broker's lock: it hands
+// each commit to the publisher, which applies it to memory under b.mu
+// (new messages become visible, reserved room comes back) and answers its
+// callers, in commit order.
 
 // pushReq is a push waiting for the writer. The broker's side prepares it
 // under b.mu when it submits it (see Broker.preparePush): the queues and
@@ -248,14 +251,6 @@ type writer struct {
 	beforeSync atomic.Pointer[func()]
 	closeErr   error
 
-	// holds are the deletes of deleted groups' cursors waiting to be
-	// applied, by key (see cursorHold); under mu. applied and undo are the
-	// writer goroutine's own, for the write in progress: the holds it
-	// applied and what it noted in them (see settleHolds).
-	holds   map[string][]*cursorHold
-	applied []*cursorHold
-	undo    []holdUndo
-
 	// pubs takes the writes the writer is done with to the publisher, in
 	// commit order; the writer closes it when it stops.
 	pubs chan publication
@@ -458,7 +453,6 @@ func (w *writer) write(batch []*writeReq) (publication, error) {
 		}
 		return w.afterCommit(batch)
 	}()
-	w.settleHolds(pub.committed)
 	return pub, err
 }
 

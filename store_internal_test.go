@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dgraph-io/badger/v4"
 	"github.com/queenlite/queen/internal/keys"
 	"github.com/stretchr/testify/require"
 )
@@ -249,76 +248,4 @@ func TestPending_RebuiltOnOpen(t *testing.T) {
 	out, err := b.Push(ctx, []PushItem{{Queue: "rq"}, {Queue: "rq"}, {Queue: "rq"}, {Queue: "rq"}})
 	require.NoError(t, err)
 	require.Equal(t, []PushStatus{PushQueued, PushQueued, PushQueued, PushFailed}, []PushStatus{out[0].Status, out[1].Status, out[2].Status, out[3].Status})
-}
-
-// TestWriter_DeletedGroupCursorKeepsOnlyALaterGroupsArrival drives the
-// delete of a deleted group's cursor (dropGroupCursor) by hand, on an idle
-// writer: it deletes the record unless a push's arrival stored the cursor
-// of a later group of the name after the delete was submitted, in which
-// case it stores that cursor, over the old group's writes queued between;
-// an arrival of the deleted group itself, or one in a write that did not
-// commit, does not count; and a delete applied leaves no hold behind.
-func TestWriter_DeletedGroupCursorKeepsOnlyALaterGroupsArrival(t *testing.T) {
-	t.Parallel()
-	b, err := Open("", &Options{InMemory: true})
-	require.NoError(t, err)
-	defer b.Close()
-	key := keys.CursorKey(1, "g")
-	gone, later := &group{name: "g"}, &group{name: "g"}
-	arrival := func(g *group, v string) command {
-		return storeArrivalCursor{putCursor: putCursor{key: key, val: []byte(v)}, g: g, w: b.w}
-	}
-	write := func(reqs ...[]command) error {
-		batch := make([]*writeReq, len(reqs))
-		for i, ops := range reqs {
-			batch[i] = &writeReq{ops: ops}
-		}
-		_, err := b.w.write(batch)
-		return err
-	}
-	stored := func() string {
-		var v []byte
-		err := b.db.View(func(txn *badger.Txn) error {
-			item, err := txn.Get(key)
-			if err == badger.ErrKeyNotFound {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			v, err = item.ValueCopy(nil)
-			return err
-		})
-		require.NoError(t, err)
-		return string(v)
-	}
-	holds := func() int {
-		b.w.mu.Lock()
-		defer b.w.mu.Unlock()
-		return len(b.w.holds)
-	}
-
-	// The deleted group's own arrival, applied after the delete was
-	// submitted: deleted.
-	drop := b.w.dropGroupCursor(key, gone)
-	require.NoError(t, write([]command{arrival(gone, "old")}, []command{drop}))
-	require.Equal(t, "", stored())
-	require.Equal(t, 0, holds())
-
-	// A later group's arrival, then a write of the old group's cursor,
-	// then the delete, in separate commits: the later group's cursor.
-	drop = b.w.dropGroupCursor(key, gone)
-	require.NoError(t, write([]command{arrival(later, "new")}))
-	require.NoError(t, write([]command{putCursor{key: key, val: []byte("old")}}))
-	require.NoError(t, write([]command{drop}))
-	require.Equal(t, "new", stored())
-	require.Equal(t, 0, holds())
-
-	// A later group's arrival in a write that failed: the delete deletes.
-	drop = b.w.dropGroupCursor(key, gone)
-	require.Error(t, write([]command{arrival(later, "lost")}, []command{setKey{nil, []byte("x")}}))
-	require.Equal(t, "new", stored(), "nothing of the failed write")
-	require.NoError(t, write([]command{drop}))
-	require.Equal(t, "", stored())
-	require.Equal(t, 0, holds())
 }

@@ -78,7 +78,7 @@ func (b *Broker) unlinkQueue(ctx context.Context, name string) ([]byte, tombston
 		p.deleted = true
 		ts.PIDs = append(ts.PIDs, p.pid)
 	}
-	ops := []command{deleteQueueIfStill{keys.QueueKey(name), q.id.String()}}
+	ops := []command{deleteKey{keys.QueueKey(name)}}
 	for gname, g := range q.groups {
 		g.deleted = true
 		g.wakeAll()
