@@ -101,10 +101,12 @@ type Counters struct {
 
 // counters is the broker's live, lock-free form of Counters.
 type counters struct {
-	pushed, popped, renewed, expired, dead, parked atomic.Int64
-	acked                                          [5]atomic.Int64 // by ackStatuses index
-	consumed                                       [len(outcomes)]atomic.Int64
-	handlers                                       atomic.Int64
+	// byKind sums the Count of each kind of Event (for EventLeaseExpired,
+	// which counts partitions, the events); acks and consume outcomes are
+	// summed by status and outcome instead.
+	byKind   [EventGroupJoined + 1]atomic.Int64
+	acked    [5]atomic.Int64 // by ackStatuses index
+	consumed [len(outcomes)]atomic.Int64
 }
 
 var ackStatuses = [5]AckStatus{AckCompleted, AckFailed, AckRetry, AckDLQ, AckPark}
@@ -112,29 +114,23 @@ var ackStatuses = [5]AckStatus{AckCompleted, AckFailed, AckRetry, AckDLQ, AckPar
 // observe counts e and hands it to the Observer.
 func (b *Broker) observe(e Event) {
 	c := &b.counters
+	n := int64(e.Count)
 	switch e.Kind {
-	case EventPush:
-		c.pushed.Add(int64(e.Count))
-	case EventPop:
-		c.popped.Add(int64(e.Count))
 	case EventAck:
 		if i := slices.Index(ackStatuses[:], e.Status); i >= 0 {
-			c.acked[i].Add(int64(e.Count))
+			c.acked[i].Add(n)
 		}
-	case EventLeaseRenewed:
-		c.renewed.Add(int64(e.Count))
-	case EventLeaseExpired:
-		c.expired.Add(1)
-	case EventDeadLettered:
-		c.dead.Add(int64(e.Count))
-	case EventParked:
-		c.parked.Add(int64(e.Count))
 	case EventConsume:
 		if i := slices.Index(outcomes[:], e.Outcome); i >= 0 {
-			c.consumed[i].Add(int64(e.Count))
+			c.consumed[i].Add(n)
 		}
-	case EventInFlight:
-		c.handlers.Add(int64(e.Count))
+	default:
+		if e.Kind == EventLeaseExpired {
+			n = 1
+		}
+		if e.Kind > 0 && int(e.Kind) < len(c.byKind) {
+			c.byKind[e.Kind].Add(n)
+		}
 	}
 	b.qcounters.countQueue(e)
 	b.obs.Observe(e)
@@ -143,10 +139,11 @@ func (b *Broker) observe(e Event) {
 // Counters returns the running totals.
 func (b *Broker) Counters() Counters {
 	c := &b.counters
+	total := func(k EventKind) int64 { return c.byKind[k].Load() }
 	out := Counters{
-		Pushed: c.pushed.Load(), Popped: c.popped.Load(), LeasesRenewed: c.renewed.Load(),
-		LeasesExpired: c.expired.Load(), DeadLettered: c.dead.Load(), Parked: c.parked.Load(),
-		Acked: make(map[AckStatus]int64, len(ackStatuses)), HandlersInFlight: c.handlers.Load(),
+		Pushed: total(EventPush), Popped: total(EventPop), LeasesRenewed: total(EventLeaseRenewed),
+		LeasesExpired: total(EventLeaseExpired), DeadLettered: total(EventDeadLettered), Parked: total(EventParked),
+		Acked: make(map[AckStatus]int64, len(ackStatuses)), HandlersInFlight: total(EventInFlight),
 		Consumed: make(map[Outcome]int64, len(outcomes)),
 	}
 	for i, o := range outcomes {

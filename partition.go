@@ -283,9 +283,13 @@ func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 	}
 	b.mu.Unlock()
 	for _, r := range reqs {
-		if err := waitCtx(ctx, r.done); err != nil {
-			return nil, err
+		if err = waitCtx(ctx, r.done); err != nil {
+			break
 		}
+	}
+	b.w.publishPending() // what Push wrote is visible when it returns
+	if err != nil {
+		return nil, err
 	}
 	b.observePushes(items, results, time.Since(start))
 	return results, nil

@@ -251,9 +251,11 @@ type writer struct {
 	beforeSync atomic.Pointer[func()]
 	closeErr   error
 
-	// pubs takes the writes the writer is done with to the publisher, in
-	// commit order; the writer closes it when it stops.
-	pubs chan publication
+	// pending are the writes the writer is done with, in commit order,
+	// waiting to be published (see publishPending); under mu. kick wakes
+	// the publisher for them; the writer closes it when it stops.
+	pending []publication
+	kick    chan struct{}
 	// ahead holds, for each partition with committed messages the
 	// publisher has not published yet, one past the newest: where the
 	// writer hands out offsets there (elsewhere from the partition's
@@ -263,7 +265,7 @@ type writer struct {
 }
 
 func newWriter(b *Broker) *writer {
-	return &writer{b: b, signal: make(chan struct{}, 1), wake: make(chan struct{}, 1), pubs: make(chan publication, 16),
+	return &writer{b: b, signal: make(chan struct{}, 1), wake: make(chan struct{}, 1), kick: make(chan struct{}, 1),
 		lazy: b.opts.Durability == SyncPushes && !b.opts.InMemory && !b.db.Opts().SyncWrites}
 }
 
@@ -319,7 +321,7 @@ func (w *writer) run() {
 			if err := w.sync(true); err != nil {
 				w.closeErr = storageErr("sync", err)
 			}
-			close(w.pubs)
+			close(w.kick)
 			return
 		}
 		for {
@@ -340,7 +342,7 @@ func (w *writer) commitAll(batch []*writeReq) {
 	for len(batch) > 0 {
 		if r := batch[0]; r.drop != nil {
 			// DropPrefix refuses other writes while it runs; here there are none.
-			w.pubs <- publication{batch: batch[:1], err: storageErr("delete", w.b.db.DropPrefix(r.drop...))}
+			w.hand(publication{batch: batch[:1], err: storageErr("delete", w.b.db.DropPrefix(r.drop...))})
 			batch = batch[1:]
 			continue
 		}
@@ -394,7 +396,7 @@ func (w *writer) commit(batch []*writeReq) {
 	pub, err := w.write(batch)
 	switch {
 	case err == nil:
-		w.pubs <- pub
+		w.hand(pub)
 	case !pub.committed && len(batch) > 1 && (isTooBig(err) || errors.Is(err, errTxnPushRefused)):
 		w.b.log.Warn("queen: a write batch was refused, writing its requests one by one", "requests", len(batch), "err", storageErr("write", err))
 		for _, r := range batch {
@@ -404,7 +406,7 @@ func (w *writer) commit(batch []*writeReq) {
 		w.commitSplit(batch[0])
 	default:
 		pub.err = storageErr("write", err)
-		w.pubs <- pub
+		w.hand(pub)
 	}
 }
 
@@ -551,13 +553,13 @@ func (w *writer) commitSplit(r *writeReq) {
 			n++
 		}
 		if _, err := w.write([]*writeReq{{ops: ops[:n], state: r.state}}); err != nil {
-			w.pubs <- publication{batch: []*writeReq{r}, err: storageErr("write", err)}
+			w.hand(publication{batch: []*writeReq{r}, err: storageErr("write", err)})
 			return
 		}
 		ops = ops[n:]
 	}
 	if r.push == nil {
-		w.pubs <- publication{batch: []*writeReq{r}, committed: true}
+		w.hand(publication{batch: []*writeReq{r}, committed: true})
 		return
 	}
 	pub, err := w.write([]*writeReq{{push: r.push}})
@@ -567,7 +569,7 @@ func (w *writer) commitSplit(r *writeReq) {
 		pub.batch = []*writeReq{{push: r.push, done: r.done}}
 		pub.err = storageErr("write", err)
 	}
-	w.pubs <- pub
+	w.hand(pub)
 }
 
 // applyAll applies cmds to txn, in order.
@@ -590,18 +592,55 @@ type publication struct {
 	err       error                // what its requests are answered (nil: done)
 }
 
-// publisher applies the writer's publications to the broker's memory, in
-// the order the writer committed them, and answers their requests: it
-// makes committed messages visible to pops, gives back the room pushes
-// reserved, and stops the broker on a failed write whose effect memory
-// already holds. It is the writer's one link to the broker's lock: the
-// writer itself never takes it. It returns once the writer has stopped.
+// hand passes pub on to be published. A push's caller is answered at once
+// (it publishes what is pending itself before it returns, see
+// publishPending); the publisher answers other requests once pub is
+// published.
+func (w *writer) hand(pub publication) {
+	w.mu.Lock()
+	w.pending = append(w.pending, pub)
+	w.mu.Unlock()
+	for _, r := range pub.batch {
+		if r.push != nil {
+			r.done <- pub.err
+		}
+	}
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// publisher publishes what the writer hands on (see publishPending) and
+// returns once the writer has stopped.
 func (w *writer) publisher() {
+	for range w.kick {
+		w.publishPending()
+	}
+	w.publishPending()
+}
+
+// publishPending applies the writes the writer is done with to the
+// broker's memory, in the order the writer committed them: committed
+// messages become visible to pops, the room pushes reserved comes back,
+// and a failed write whose effect memory already holds stops the broker.
+// Then it answers their requests, pushes' callers excepted (the writer
+// answered those, see hand). The publisher runs it for every write, and a
+// pusher before it returns, so that it need not wait for the publisher:
+// whichever comes first publishes, under b.mu, and the other finds it
+// done. The writer itself never takes b.mu.
+func (w *writer) publishPending() {
 	b := w.b
-	for pub := range w.pubs {
-		b.mu.Lock()
+	b.mu.Lock()
+	w.mu.Lock()
+	pubs := w.pending
+	w.pending = nil
+	w.mu.Unlock()
+	for _, pub := range pubs {
 		b.publish(pub)
-		b.mu.Unlock()
+	}
+	b.mu.Unlock()
+	for _, pub := range pubs {
 		if len(pub.ends) > 0 {
 			w.mu.Lock()
 			for p, end := range pub.ends {
@@ -615,7 +654,9 @@ func (w *writer) publisher() {
 			if pub.err != nil && len(r.ops) > 0 { // memory already holds the effect: stop serving
 				b.fail(pub.err)
 			}
-			r.done <- pub.err
+			if r.push == nil {
+				r.done <- pub.err
+			}
 		}
 	}
 }

@@ -167,7 +167,9 @@ func (b *Broker) ExecTransaction(ctx context.Context, ops []TxOp) (*TxResult, er
 	for _, e := range joins {
 		b.reportJoin(e)
 	}
-	if err := waitCtx(ctx, done); err != nil {
+	err = waitCtx(ctx, done)
+	b.w.publishPending() // what it wrote is visible when it returns
+	if err != nil {
 		return nil, err
 	}
 	for j := range pushResults {
