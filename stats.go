@@ -266,18 +266,14 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 		return 0, err
 	}
 	defer b.leave()
-	name := groupName(group)
-	if err := b.lockUsable(); err != nil {
+	gc, err := b.lockGroupChange(group)
+	if err != nil {
 		return 0, err
 	}
-	now := b.now()
-	var ops []command
-	n := 0
-	found := false
 	if deleteMetadata {
-		found = b.forgetEarlyPops(name, queue) > 0
+		gc.found = b.forgetEarlyPops(gc.name, queue) > 0
 	}
-	if queue != "" && b.queues[queue] == nil && !found {
+	if queue != "" && b.queues[queue] == nil && !gc.found {
 		b.mu.Unlock()
 		return 0, ErrNotFound
 	}
@@ -285,12 +281,12 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 		if queue != "" && q.name != queue {
 			continue
 		}
-		g := q.groups[name]
+		g := q.groups[gc.name]
 		if g == nil {
 			continue
 		}
-		found = true
-		n += len(q.parts) // g has a position in each (see cursorOf)
+		gc.found = true
+		gc.n += len(q.parts) // g has a position in each (see cursorOf)
 		if !deleteMetadata && g.mode == SubscriptionModeNew {
 			g.mode, g.from = modeFrom, g.joinedAt
 		}
@@ -301,50 +297,71 @@ func (b *Broker) DeleteGroup(ctx context.Context, group, queue string, deleteMet
 			}
 			b.dropLease(c)
 			g.removeReady(c)
-			ops = append(ops, deleteKey{keys.PositionKey(p.pid, name)}) // a position's metadata goes with it
+			gc.ops = append(gc.ops, deleteKey{keys.PositionKey(p.pid, gc.name)}) // a position's metadata goes with it
 			if deleteMetadata {
-				ops = append(ops, deleteKey{keys.CursorKey(p.pid, name)})
+				gc.ops = append(gc.ops, deleteKey{keys.CursorKey(p.pid, gc.name)})
 				(*p.cursors)[g.slot] = nil
 				continue
 			}
 			*c = cursor{p: p, g: g, offset: b.startOffset(g, p)}
 			if c.offset != p.first {
-				ops = append(ops, c.save())
+				gc.ops = append(gc.ops, c.save())
 			} else {
-				ops = append(ops, deleteKey{keys.CursorKey(p.pid, name)})
+				gc.ops = append(gc.ops, deleteKey{keys.CursorKey(p.pid, gc.name)})
 			}
-			b.check(c, now)
+			b.check(c, gc.now)
 		}
 		if deleteMetadata {
 			g.deleted = true
 			q.slots[g.slot] = nil
-			delete(q.groups, name)
+			delete(q.groups, gc.name)
 			g.wakeAll()
-			ops = append(ops, deleteKey{keys.GroupKey(q.name, name)})
+			gc.ops = append(gc.ops, deleteKey{keys.GroupKey(q.name, gc.name)})
 		} else {
-			ops = append(ops, b.place(g, false, now)...) // where it has no cursor
-			ops = append(ops, setKey{keys.GroupKey(q.name, name), g.meta()})
+			gc.ops = append(gc.ops, b.place(g, false, gc.now)...) // where it has no cursor
+			gc.ops = append(gc.ops, setKey{keys.GroupKey(q.name, gc.name), g.meta()})
 		}
 		for _, p := range q.parts {
 			b.repend(p)
 		}
 	}
-	return b.unlockGroupChange(ctx, found, ops, n)
+	return b.unlockGroupChange(ctx, gc)
 }
 
-// unlockGroupChange ends a change of a group's positions made under b.mu,
-// which the caller holds and unlockGroupChange releases: it reports
-// [ErrGroupNotFound] when no queue had the group; else it submits ops
-// (still under b.mu, so that writes keep the order of the changes),
-// releases b.mu, waits for the write and returns n.
-func (b *Broker) unlockGroupChange(ctx context.Context, found bool, ops []command, n int) (int, error) {
-	if !found {
+// groupChange is a change of a group's positions in the queues that
+// have it, made under b.mu: its group's name, the time it is made at,
+// the writes it submits, the count it reports, and whether any queue had
+// the group.
+type groupChange struct {
+	name  string
+	now   int64
+	ops   []command
+	n     int
+	found bool
+}
+
+// lockGroupChange takes b.mu, if the broker is usable, for a change of
+// group's positions (see unlockGroupChange).
+func (b *Broker) lockGroupChange(group string) (*groupChange, error) {
+	if err := b.lockUsable(); err != nil {
+		return nil, err
+	}
+	return &groupChange{name: groupName(group), now: b.now()}, nil
+}
+
+// unlockGroupChange ends gc, made under b.mu, which the caller holds and
+// unlockGroupChange releases: it reports [ErrGroupNotFound] when no queue
+// had the group; else it submits gc's writes (still under b.mu, so that
+// writes keep the order of the changes), releases b.mu, waits for the
+// write and returns gc.n.
+func (b *Broker) unlockGroupChange(ctx context.Context, gc *groupChange) (int, error) {
+	if !gc.found {
 		b.mu.Unlock()
 		return 0, ErrGroupNotFound
 	}
 	var done <-chan error
-	if len(ops) > 0 {
-		done = b.w.submit(ops)
+	if len(gc.ops) > 0 {
+		done = b.w.submit(gc.ops)
 	}
 	b.mu.Unlock()
 	if done != nil {
@@ -352,7 +369,7 @@ func (b *Broker) unlockGroupChange(ctx context.Context, found bool, ops []comman
 			return 0, err
 		}
 	}
-	return n, nil
+	return gc.n, nil
 }
 
 // SetGroupSubscription moves the start point of group on every queue to
@@ -376,24 +393,20 @@ func (b *Broker) SetGroupSubscription(ctx context.Context, group string, from ti
 	if from.IsZero() {
 		return 0, argErr("from", "must be set")
 	}
-	name := groupName(group)
-	if err := b.lockUsable(); err != nil {
+	gc, err := b.lockGroupChange(group)
+	if err != nil {
 		return 0, err
 	}
-	now := b.now()
-	var ops []command
-	n := 0
-	found := false
 	for _, q := range b.queues {
-		g := q.groups[name]
+		g := q.groups[gc.name]
 		if g == nil {
 			continue
 		}
-		found = true
+		gc.found = true
 		g.mode, g.from = modeFrom, from.UnixMicro()
-		g.scan = 0 // where it stands without a cursor may hold messages now
+		g.scan = 0 // where it stands without a cursor may hold messages gc.now
 		g.waiters.wakeAll()
-		ops = append(ops, setKey{keys.GroupKey(q.name, name), g.meta()})
+		gc.ops = append(gc.ops, setKey{keys.GroupKey(q.name, gc.name), g.meta()})
 		for _, p := range q.order {
 			c := p.cursorOf(g)
 			if c == nil {
@@ -401,29 +414,29 @@ func (b *Broker) SetGroupSubscription(ctx context.Context, group string, from ti
 				// message it may stay without a cursor (see cursorOf).
 				if off := b.startOffset(g, p); off != p.first {
 					c = b.install(g, p, off)
-					ops = append(ops, c.save())
-					b.check(c, now)
+					gc.ops = append(gc.ops, c.save())
+					b.check(c, gc.now)
 				} else {
 					b.repend(p) // it stood at p's end in mode "new"
 				}
-				n++
+				gc.n++
 				continue
 			}
-			if c.fl != nil && c.fl.lease != nil && c.fl.lease.expires <= now {
-				b.expireLease(c.fl.lease, now)
+			if c.fl != nil && c.fl.lease != nil && c.fl.lease.expires <= gc.now {
+				b.expireLease(c.fl.lease, gc.now)
 			}
 			if c.consumed > 0 || c.fl != nil {
-				ops = append(ops, c.save()) // kept, also across a restart
+				gc.ops = append(gc.ops, c.save()) // kept, also across a restart
 				continue
 			}
 			g.removeReady(c)
 			c.offset = b.firstOffsetAtOrAfter(p, g.from)
 			c.retries, c.notBefore, c.held = 0, 0, false // as a seek: the hold was the old position's
 			b.repend(p)
-			ops = append(ops, c.save())
-			b.check(c, now)
-			n++
+			gc.ops = append(gc.ops, c.save())
+			b.check(c, gc.now)
+			gc.n++
 		}
 	}
-	return b.unlockGroupChange(ctx, found, ops, n)
+	return b.unlockGroupChange(ctx, gc)
 }
