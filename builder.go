@@ -3,6 +3,7 @@ package queen
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -74,6 +75,39 @@ func (q *QueueBuilder) fail(field, format string, args ...any) *QueueBuilder {
 	})
 }
 
+// duration sets a duration option through set, refusing a negative d and,
+// with max > 0, one above max.
+func (q *QueueBuilder) duration(name string, d, max time.Duration, set func(*QueueBuilder, time.Duration)) *QueueBuilder {
+	if d < 0 {
+		return q.fail(name, "must not be negative, not %v", d)
+	}
+	if max > 0 && d > max {
+		return q.fail(name, "must be at most %v, not %v", max, d)
+	}
+	return q.with(func(c *QueueBuilder) { set(c, d) })
+}
+
+// units is duration for n units (milliseconds or seconds, the form of
+// Queen's clients), refusing a count whose duration is above max or, with
+// max 0, above the longest Duration.
+func (q *QueueBuilder) units(name string, n int, unit, max time.Duration, set func(*QueueBuilder, time.Duration)) *QueueBuilder {
+	if n < 0 {
+		return q.fail(name, "must not be negative, not %d", n)
+	}
+	limit := max
+	if limit == 0 {
+		limit = math.MaxInt64
+	}
+	if int64(n) > int64(limit/unit) {
+		return q.fail(name, "must be at most %d, not %d", limit/unit, n)
+	}
+	return q.duration(name, time.Duration(n)*unit, max, set)
+}
+
+func setTimeout(c *QueueBuilder, d time.Duration) { c.timeout = d }
+
+func setIdle(c *QueueBuilder, d time.Duration) { c.idle = d }
+
 // Partition restricts pops, consume loops and pushes to one partition.
 // Pushes default to [DefaultPartition]; pops to any partition.
 func (q *QueueBuilder) Partition(name string) *QueueBuilder {
@@ -135,26 +169,14 @@ func (q *QueueBuilder) Wait(wait bool) *QueueBuilder {
 // 60 s ([MaxPopTimeout]). A negative d, or a longer one, is an error.
 // [QueueBuilder.TimeoutMillis] sets the same option; the last call wins.
 func (q *QueueBuilder) Timeout(d time.Duration) *QueueBuilder {
-	if d < 0 {
-		return q.fail("Timeout", "must not be negative, not %v", d)
-	}
-	if d > MaxPopTimeout {
-		return q.fail("Timeout", "must be at most %v, not %v", MaxPopTimeout, d)
-	}
-	return q.with(func(c *QueueBuilder) { c.timeout = d })
+	return q.duration("Timeout", d, MaxPopTimeout, setTimeout)
 }
 
 // TimeoutMillis is [QueueBuilder.Timeout] in milliseconds, the form of
 // Queen's clients (seed-shaped); the two set one option, and the last call
 // wins.
 func (q *QueueBuilder) TimeoutMillis(ms int) *QueueBuilder {
-	if ms < 0 {
-		return q.fail("TimeoutMillis", "must not be negative")
-	}
-	if ms > int(MaxPopTimeout/time.Millisecond) {
-		return q.fail("TimeoutMillis", "must be at most %d, not %d", MaxPopTimeout/time.Millisecond, ms)
-	}
-	return q.with(func(c *QueueBuilder) { c.timeout = time.Duration(ms) * time.Millisecond })
+	return q.units("TimeoutMillis", ms, time.Millisecond, MaxPopTimeout, setTimeout)
 }
 
 // Lease is how long a pop leases its messages: the queue's LeaseTime when
@@ -176,13 +198,7 @@ func (q *QueueBuilder) Lease(d time.Duration) *QueueBuilder {
 // Queen's clients (seed-shaped); the two set one option, and the last call
 // wins.
 func (q *QueueBuilder) LeaseSeconds(s int) *QueueBuilder {
-	if s < 0 {
-		return q.fail("LeaseSeconds", "must not be negative")
-	}
-	if s > int(MaxLease/time.Second) {
-		return q.fail("LeaseSeconds", "must be at most %d, not %d", MaxLease/time.Second, s)
-	}
-	return q.with(func(c *QueueBuilder) { c.lease = time.Duration(s) * time.Second })
+	return q.units("LeaseSeconds", s, time.Second, MaxLease, func(c *QueueBuilder, d time.Duration) { c.lease = d })
 }
 
 // RenewLeaseEvery makes a consume loop renew the leases of the messages
@@ -192,10 +208,7 @@ func (q *QueueBuilder) LeaseSeconds(s int) *QueueBuilder {
 // is an error. [QueueBuilder.RenewLease] sets the same option; the last
 // call wins.
 func (q *QueueBuilder) RenewLeaseEvery(d time.Duration) *QueueBuilder {
-	if d < 0 {
-		return q.fail("RenewLeaseEvery", "must not be negative, not %v", d)
-	}
-	return q.with(func(c *QueueBuilder) { c.renew = d })
+	return q.duration("RenewLeaseEvery", d, 0, func(c *QueueBuilder, d time.Duration) { c.renew = d })
 }
 
 // RenewLease is [QueueBuilder.RenewLeaseEvery] in the form of Queen's
@@ -203,15 +216,13 @@ func (q *QueueBuilder) RenewLeaseEvery(d time.Duration) *QueueBuilder {
 // must then be > 0), off turns renewal off. The two set one option, and
 // the last call wins.
 func (q *QueueBuilder) RenewLease(on bool, intervalMs int) *QueueBuilder {
-	if on && intervalMs <= 0 {
+	if !on {
+		return q.with(func(c *QueueBuilder) { c.renew = 0 })
+	}
+	if intervalMs <= 0 {
 		return q.fail("RenewLease", "interval must be > 0 ms")
 	}
-	return q.with(func(c *QueueBuilder) {
-		c.renew = 0
-		if on {
-			c.renew = time.Duration(intervalMs) * time.Millisecond
-		}
-	})
+	return q.units("RenewLease", intervalMs, time.Millisecond, 0, func(c *QueueBuilder, d time.Duration) { c.renew = d })
 }
 
 // AutoAck, on by default, makes the consume loop settle each message
@@ -274,19 +285,13 @@ func (q *QueueBuilder) Limit(n int) *QueueBuilder {
 // never; a negative d is an error. [QueueBuilder.IdleMillis] sets the same
 // option; the last call wins.
 func (q *QueueBuilder) Idle(d time.Duration) *QueueBuilder {
-	if d < 0 {
-		return q.fail("Idle", "must not be negative, not %v", d)
-	}
-	return q.with(func(c *QueueBuilder) { c.idle = d })
+	return q.duration("Idle", d, 0, setIdle)
 }
 
 // IdleMillis is [QueueBuilder.Idle] in milliseconds, the form of Queen's
 // clients (seed-shaped); the two set one option, and the last call wins.
 func (q *QueueBuilder) IdleMillis(ms int) *QueueBuilder {
-	if ms < 0 {
-		return q.fail("IdleMillis", "must not be negative")
-	}
-	return q.with(func(c *QueueBuilder) { c.idle = time.Duration(ms) * time.Millisecond })
+	return q.units("IdleMillis", ms, time.Millisecond, 0, setIdle)
 }
 
 // Concurrency runs up to n handlers at once, each on its own partitions:
@@ -306,10 +311,7 @@ func (q *QueueBuilder) Concurrency(n int) *QueueBuilder {
 // reported as a [*DrainError]. Defaults to the client's: Options.DrainTimeout
 // for a [Broker], 20 s unless configured otherwise.
 func (q *QueueBuilder) DrainTimeout(d time.Duration) *QueueBuilder {
-	if d < 0 {
-		return q.fail("DrainTimeout", "must not be negative")
-	}
-	return q.with(func(c *QueueBuilder) { c.drainTimeout = d })
+	return q.duration("DrainTimeout", d, 0, func(c *QueueBuilder, d time.Duration) { c.drainTimeout = d })
 }
 
 // RetryPolicy makes a consume loop retry failed messages by p instead of

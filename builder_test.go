@@ -3,6 +3,7 @@ package queen_test
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +60,19 @@ func TestQueueBuilder_InvalidOptions(t *testing.T) {
 		require.ErrorIs(t, err, queen.ErrInvalidArgument)
 		err = qb.Consume(ctx, func(context.Context, *queen.Message) error { return nil }).Execute(ctx)
 		require.ErrorIs(t, err, queen.ErrInvalidArgument, field)
+	}
+	// Counts of milliseconds or seconds past the longest Duration are
+	// refused, not wrapped around to a negative or short one.
+	for field, qb := range map[string]*queen.QueueBuilder{
+		"QueueBuilder.TimeoutMillis": b.Queue("q").TimeoutMillis(math.MaxInt),
+		"QueueBuilder.LeaseSeconds":  b.Queue("q").LeaseSeconds(math.MaxInt),
+		"QueueBuilder.RenewLease":    b.Queue("q").RenewLease(true, math.MaxInt),
+		"QueueBuilder.IdleMillis":    b.Queue("q").IdleMillis(math.MaxInt),
+	} {
+		_, err := qb.Wait(false).Pop(ctx)
+		var ae *queen.ArgumentError
+		require.ErrorAs(t, err, &ae, field)
+		require.Equal(t, field, ae.Field)
 	}
 	_, err := b.Queue("q").Batch(-1).Push(ctx, 1)
 	require.ErrorIs(t, err, queen.ErrInvalidArgument)
