@@ -77,7 +77,7 @@ func TestEnqueue_RefusesWhatPushRefuses(t *testing.T) {
 		ctx := context.Background()
 		big := `"` + strings.Repeat("x", b.PayloadLimit()) + `"`
 		bad := []queen.PushItem{
-			{Payload: []byte(`1`)},                          // no queue
+			{Payload: []byte(`1`)},                           // no queue
 			{Queue: strings.Repeat("q", queen.MaxNameLen+1)}, // name too long
 			{Queue: "q", Partition: "a\x00b"},                // NUL
 			{Queue: "q", Payload: []byte(`{`)},               // not JSON
