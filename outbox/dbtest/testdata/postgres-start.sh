@@ -7,7 +7,8 @@
 #	(cd outbox/dbtest && go test -race ./...)
 #	outbox/dbtest/testdata/postgres-stop.sh
 #
-# The server runs as user postgres with trust authentication, listens on
+# The server runs as user postgres with trust authentication and fsync=off
+# (the tests kill relays, never the server), listens on
 # 127.0.0.1 only, on a free port, with its data in a temporary directory
 # that postgres-stop.sh removes. It fails (non-zero, with the reason on
 # stderr) when the server cannot be started.
