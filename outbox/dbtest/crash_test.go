@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -59,16 +60,18 @@ func TestRelay_UnreachableBrokerDelaysNeverLoses(t *testing.T) {
 	eachDB(t, func(t *testing.T, d *database) {
 		b := queentest.NewBroker(t, nil)
 		g, url := serve(t, b)
-		c, err := remote.Dial(url, nil)
+		c, err := remote.Dial(url, &remote.Options{Retries: -1}) // the relay sees each refusal
 		require.NoError(t, err)
 		t.Cleanup(func() { c.Close() })
 		g.down.Store(true)
-		ob := newOutbox(t, d, c, outbox.Options{BatchSize: 4})
+		logs := &logCapture{}
+		ob := newOutbox(t, d, c, outbox.Options{BatchSize: 4, Logger: slog.New(logs)})
 		for i := range 10 {
 			enqueue(t, d, ob, seqItem("orders", "p", i))
 		}
 		startRelay(t, ob)
-		waitFor(t, "three refused pushes", func() bool { return g.refused.Load() >= 3 })
+		waitFor(t, "three refused pushes", func() bool { return logs.refused.Load() >= 3 })
+		require.Zero(t, stats(t, ob).Held)
 		require.Empty(t, stored(t, b, "orders", "p"))
 		require.Equal(t, int64(10), stats(t, ob).Waiting)
 		g.down.Store(false)

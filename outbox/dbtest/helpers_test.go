@@ -7,8 +7,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,3 +190,16 @@ func stats(t testing.TB, ob *outbox.Outbox) outbox.Stats {
 	require.NoError(t, err)
 	return s
 }
+
+// logCapture is a slog.Handler counting the relay's "refused" warnings.
+type logCapture struct{ refused atomic.Int64 }
+
+func (l *logCapture) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logCapture) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "refused, retrying") {
+		l.refused.Add(1)
+	}
+	return nil
+}
+func (l *logCapture) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logCapture) WithGroup(string) slog.Handler      { return l }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -208,14 +209,21 @@ func TestRelay_FullQueueDelaysNeverLoses(t *testing.T) {
 		cfg.MaxSize = 4
 		_, err := b.ConfigureQueue(ctx, "orders", cfg)
 		require.NoError(t, err)
-		ob := newOutbox(t, d, b, outbox.Options{BatchSize: 3})
+		logs := &logCapture{}
+		ob := newOutbox(t, d, b, outbox.Options{BatchSize: 3, Logger: slog.New(logs)})
 		const n = 30
 		for i := range n {
 			enqueue(t, d, ob, seqItem("orders", "p", i))
 		}
 		startRelay(t, ob)
+		waitFor(t, "the full queue refusing the relay twice", func() bool { return logs.refused.Load() >= 2 })
+		require.Equal(t, seq(4), stored(t, b, "orders", "p"))
+		s := stats(t, ob)
+		require.Equal(t, outbox.Stats{Waiting: n - 4, OldestAge: s.OldestAge, Relayed: 4}, s)
 		var got []int
+		deadline := time.Now().Add(time.Minute) // a hang detector
 		for len(got) < n {
+			require.True(t, time.Now().Before(deadline), "got %v after a minute", got)
 			pr, err := b.Pop(ctx, queen.PopRequest{Queue: "orders", Group: "g", Batch: 2, Wait: true, Timeout: 5 * time.Second, SubscriptionMode: queen.SubscriptionModeAll})
 			require.NoError(t, err)
 			for _, m := range pr.Messages {
