@@ -88,6 +88,11 @@ func (ob *Outbox) Relay(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		select {
+		case <-woken: // an Enqueue during the step: its transaction may commit soon
+			eager, eagerSpent = eagerFirst, 0
+		default:
+		}
 		if err != nil {
 			backoff = min(max(2*backoff, ob.o.MinBackoff), ob.o.MaxBackoff)
 			ob.log.Warn("outbox: relay refused, retrying", "table", ob.o.Table, "err", err, "backoff", backoff)
@@ -109,7 +114,7 @@ func (ob *Outbox) Relay(ctx context.Context) error {
 			return nil
 		}
 		select {
-		case <-woken:
+		case <-woken: // an Enqueue while idle
 			eager, eagerSpent = eagerFirst, 0
 		default:
 		}

@@ -20,8 +20,11 @@ import (
 const benchItems = 10
 
 // BenchmarkOutbox measures, on each database, one operation of
-// benchItems messages three ways, with 4 producers and a broker on disk
-// (fsync on every commit):
+// benchItems messages three ways, with a broker on disk (fsync on every
+// commit), under two loads: 4producers (four goroutines, each starting
+// its next operation as soon as its last one returned: throughput) and
+// 1by1 (one goroutine waiting for each operation's messages to be stored
+// before the next: latency without a backlog). The ways:
 //
 //	push             Push of the items, no database: the broker alone
 //	commit-then-push the application's transaction (an INSERT of the
@@ -35,16 +38,21 @@ const benchItems = 10
 func BenchmarkOutbox(b *testing.B) {
 	for _, kind := range []string{"sqlite", "postgres"} {
 		b.Run(kind, func(b *testing.B) {
-			for _, mode := range []string{"push", "commit-then-push", "outbox"} {
-				b.Run(mode, func(b *testing.B) {
-					var d *database
-					if kind == "sqlite" {
-						d = openSQLite(b)
-					} else {
-						d = openPostgres(b)
-					}
-					benchOutbox(b, d, mode)
-				})
+			for _, load := range []struct {
+				name      string
+				producers int
+			}{{"4producers", 4}, {"1by1", 1}} {
+				for _, mode := range []string{"push", "commit-then-push", "outbox"} {
+					b.Run(load.name+"/"+mode, func(b *testing.B) {
+						var d *database
+						if kind == "sqlite" {
+							d = openSQLite(b)
+						} else {
+							d = openPostgres(b)
+						}
+						benchOutbox(b, d, mode, load.producers)
+					})
+				}
 			}
 		})
 	}
@@ -53,9 +61,23 @@ func BenchmarkOutbox(b *testing.B) {
 // timedClient records when each TransactionID's push returned.
 type timedClient struct {
 	queen.Client
-	mu   sync.Mutex
-	done map[string]time.Time
-	n    atomic.Int64
+	mu      sync.Mutex
+	done    map[string]time.Time
+	waiters map[string]chan struct{} // closed when the id is stored
+	n       atomic.Int64
+}
+
+// stored returns a channel closed once id is stored.
+func (c *timedClient) stored(id string) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan struct{})
+	if _, ok := c.done[id]; ok {
+		close(ch)
+	} else {
+		c.waiters[id] = ch
+	}
+	return ch
 }
 
 func (c *timedClient) Push(ctx context.Context, items []queen.PushItem) ([]queen.PushResult, error) {
@@ -66,6 +88,10 @@ func (c *timedClient) Push(ctx context.Context, items []queen.PushItem) ([]queen
 		for _, r := range res {
 			if r.Status == queen.PushQueued {
 				c.done[r.TransactionID] = now
+				if ch := c.waiters[r.TransactionID]; ch != nil {
+					close(ch)
+					delete(c.waiters, r.TransactionID)
+				}
 			}
 		}
 		c.mu.Unlock()
@@ -74,12 +100,12 @@ func (c *timedClient) Push(ctx context.Context, items []queen.PushItem) ([]queen
 	return res, err
 }
 
-func benchOutbox(b *testing.B, d *database, mode string) {
+func benchOutbox(b *testing.B, d *database, mode string, producers int) {
 	ctx := context.Background()
 	broker, err := queen.Open(b.TempDir(), nil)
 	require.NoError(b, err)
 	defer broker.Close()
-	c := &timedClient{Client: broker, done: map[string]time.Time{}}
+	c := &timedClient{Client: broker, done: map[string]time.Time{}, waiters: map[string]chan struct{}{}}
 	table := strings.TrimSuffix(d.table, "queen_outbox") + "orders"
 	_, err = d.db.Exec("CREATE TABLE " + table + " (id TEXT PRIMARY KEY, customer TEXT NOT NULL, body TEXT NOT NULL)")
 	require.NoError(b, err)
@@ -152,10 +178,16 @@ func benchOutbox(b *testing.B, d *database, mode string) {
 			_, err := c.Push(ctx, items)
 			return err
 		}
+		if producers == 1 {
+			select {
+			case <-c.stored(items[0].TransactionID):
+			case <-time.After(time.Minute):
+				return fmt.Errorf("%s not stored within a minute", items[0].TransactionID)
+			}
+		}
 		return nil
 	}
 
-	const producers = 4
 	b.ResetTimer()
 	start := time.Now()
 	var wg sync.WaitGroup

@@ -334,3 +334,45 @@ func TestNew_RefusesBadOptions(t *testing.T) {
 		require.Error(t, err, fmt.Sprintf("%+v", o))
 	}
 }
+
+// TestRelay_WakesOnEnqueueDuringAStep: an Enqueue made while the relay is
+// in a step (here, from its Observer) whose transaction commits a while
+// later is still found without waiting for PollInterval, however many
+// times in a row: the relay looks closely again after every Enqueue.
+func TestRelay_WakesOnEnqueueDuringAStep(t *testing.T) {
+	eachDB(t, func(t *testing.T, d *database) {
+		b := queentest.NewBroker(t, nil)
+		relayed, release := make(chan struct{}), make(chan struct{})
+		obs := queen.ObserverFunc(func(e queen.Event) {
+			if e.Kind == queen.EventOutboxRelayed {
+				relayed <- struct{}{}
+				<-release // the relay waits inside its step
+			}
+		})
+		ob := newOutbox(t, d, b, outbox.Options{PollInterval: time.Hour, Observer: obs})
+		startRelay(t, ob)
+		enqueue(t, d, ob, seqItem("orders", "p", 0))
+		ctx := context.Background()
+		const n = 20 // 20 × 300 ms: more than the 5 s a relay looks closely after one wake-up
+		for i := 1; i <= n; i++ {
+			select {
+			case <-relayed:
+			case <-time.After(time.Minute): // a hang detector
+				t.Fatalf("message %d not relayed within a minute", i-1)
+			}
+			tx, err := d.db.BeginTx(ctx, nil)
+			require.NoError(t, err)
+			require.NoError(t, ob.Enqueue(ctx, tx, seqItem("orders", "p", i))) // during the step
+			release <- struct{}{}
+			time.Sleep(300 * time.Millisecond) // the application's transaction goes on
+			require.NoError(t, tx.Commit())
+		}
+		select {
+		case <-relayed:
+		case <-time.After(time.Minute):
+			t.Fatalf("message %d not relayed within a minute", n)
+		}
+		close(release)
+		require.Equal(t, seq(n+1), stored(t, b, "orders", "p"))
+	})
+}

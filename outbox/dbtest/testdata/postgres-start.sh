@@ -8,7 +8,8 @@
 #	outbox/dbtest/testdata/postgres-stop.sh
 #
 # The server runs as user postgres with trust authentication and fsync=off
-# (the tests kill relays, never the server), listens on
+# (the tests kill relays, never the server; QUEEN_OUTBOX_PG_FSYNC=on for
+# benchmarks), listens on
 # 127.0.0.1 only, on a free port, with its data in a temporary directory
 # that postgres-stop.sh removes. It fails (non-zero, with the reason on
 # stderr) when the server cannot be started.
@@ -32,7 +33,7 @@ listen_addresses='127.0.0.1'
 port=$port
 max_connections=200
 unix_socket_directories='$st/pg'
-fsync=off
+fsync=${QUEEN_OUTBOX_PG_FSYNC:-off}
 CONF
 run "$bin/pg_ctl -D $st/pg -l $st/pg/pg.log -w start" >&2 || { tail -20 "$st/pg/pg.log" >&2; exit 1; }
 echo "export QUEEN_OUTBOX_PG='postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable' QUEEN_OUTBOX_PG_STATE='$st'"
