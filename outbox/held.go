@@ -20,7 +20,8 @@ type Stats struct {
 	Held int64
 	// Relayed is the number of rows the relays of this [Outbox] pushed
 	// and deleted since [New] (held rows excluded): a count of this
-	// process, not of the table.
+	// process, not of the table. On SQLite, two relays that pushed the
+	// same rows (the broker stored them once) both count them.
 	Relayed int64
 }
 
