@@ -35,8 +35,7 @@ func TestRelay_HeldRowBlocksNothing(t *testing.T) {
 		startRelay(t, ob)
 		waitStored(t, b, "orders", "q", seq(6))
 		waitStored(t, b, "orders", "p", []int{0, 1, 3, 4, 5})
-		waitFor(t, "the row held", func() bool { return stats(t, ob).Held == 1 })
-		require.Equal(t, outbox.Stats{Held: 1, Relayed: 11}, stats(t, ob))
+		waitStats(t, ob, outbox.Stats{Held: 1, Relayed: 11})
 		held, err := ob.Held(context.Background(), 0, 0)
 		require.NoError(t, err)
 		require.Len(t, held, 1)
@@ -96,6 +95,6 @@ func TestRelay_HeldRowRequeued(t *testing.T) {
 		res, err := b.Fetch(ctx, "secret", "s", 0, 10)
 		require.NoError(t, err)
 		require.Equal(t, held[0].Item.TransactionID, res.Records[0].TransactionID)
-		require.Equal(t, outbox.Stats{Relayed: 4}, stats(t, ob))
+		waitStats(t, ob, outbox.Stats{Relayed: 4})
 	})
 }

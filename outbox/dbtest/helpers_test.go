@@ -55,6 +55,10 @@ func openSQLite(t testing.TB) *database {
 	db, err := sql.Open("sqlite", dsn)
 	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
+	// The first connection turns the new file to WAL, which takes an
+	// exclusive lock: before the test's connections open at once, as an
+	// application opens its database before it serves.
+	require.NoError(t, db.Ping())
 	return &database{dialect: outbox.SQLite, db: db, table: outbox.DefaultTable, dsn: dsn}
 }
 
@@ -203,3 +207,14 @@ func (l *logCapture) Handle(_ context.Context, r slog.Record) error {
 }
 func (l *logCapture) WithAttrs([]slog.Attr) slog.Handler { return l }
 func (l *logCapture) WithGroup(string) slog.Handler      { return l }
+
+// waitStats waits until ob's stats are want: a relay deletes rows (and
+// counts them) a moment after the broker stored them.
+func waitStats(t testing.TB, ob *outbox.Outbox, want outbox.Stats) {
+	t.Helper()
+	var got outbox.Stats
+	waitFor(t, fmt.Sprintf("stats %+v", want), func() bool {
+		got = stats(t, ob)
+		return got == want
+	})
+}
