@@ -36,6 +36,19 @@ const (
 	// or for a group that popped before the queue existed. A join that
 	// skips messages is also logged at Info level.
 	EventGroupJoined
+	// EventOutboxRelayed reports rows a relay of package outbox pushed
+	// into the broker and deleted from its table, per queue and batch:
+	// Count rows (duplicates of an earlier push included), Duration the
+	// age of the oldest of them, from its enqueue to the push.
+	EventOutboxRelayed
+	// EventOutboxHeld reports rows a relay of package outbox kept aside
+	// because the broker refused them for good: Count rows, per queue.
+	EventOutboxHeld
+	// EventOutboxBacklog is a snapshot of an outbox table, reported by
+	// its relays about once a second: Count rows waiting to be relayed,
+	// Duration the age of the oldest (zero when none waits). Queue is
+	// empty.
+	EventOutboxBacklog
 )
 
 // Event is one observation.

@@ -212,11 +212,31 @@ type ObserverOptions struct {
 //	queen.consume.handler.duration   one value per message a consume loop
 //	                                 finished: the handler's duration, by
 //	                                 queue, group and queen.outcome
+//
+// Passed as the Observer of a github.com/queenlite/queen/outbox relay, it
+// also records:
+//
+//	queen.outbox.relayed      counter {row}: rows pushed and deleted, by queue
+//	queen.outbox.relay.age    histogram s: per relayed batch, the age of its
+//	                          oldest row from its enqueue to the push, by queue
+//	queen.outbox.held         counter {row}: rows kept aside, refused for good
+//	                          by the broker, by queue
+//	queen.outbox.waiting      gauge {row}: rows waiting to be relayed
+//	queen.outbox.oldest.age   gauge s: age of the oldest of them
+//
+// The gauges are the last snapshot a relay reported (about once a
+// second).
 type Observer struct {
 	next    queen.Observer
 	push    metric.Float64Histogram
 	pop     metric.Float64Histogram
 	handler metric.Float64Histogram
+
+	relayed  metric.Int64Counter
+	relayAge metric.Float64Histogram
+	held     metric.Int64Counter
+	waiting  metric.Int64Gauge
+	oldest   metric.Float64Gauge
 }
 
 // NewObserver returns an Observer. It fails only if the meter refuses an
@@ -242,7 +262,18 @@ func NewObserver(opts *ObserverOptions) (*Observer, error) {
 		push:    hist("queen.push.duration", "Latency of push calls."),
 		pop:     hist("queen.pop.duration", "Latency of pops that delivered messages."),
 		handler: hist("queen.consume.handler.duration", "Duration of the consume handler per message finished, by outcome."),
+
+		relayAge: hist("queen.outbox.relay.age", "Age of the oldest row of each relayed outbox batch, from its enqueue to the push."),
 	}
+	var err error
+	obs.relayed, err = m.Int64Counter("queen.outbox.relayed", metric.WithUnit("{row}"), metric.WithDescription("Outbox rows pushed into the broker and deleted."))
+	errs = append(errs, err)
+	obs.held, err = m.Int64Counter("queen.outbox.held", metric.WithUnit("{row}"), metric.WithDescription("Outbox rows kept aside, refused for good by the broker."))
+	errs = append(errs, err)
+	obs.waiting, err = m.Int64Gauge("queen.outbox.waiting", metric.WithUnit("{row}"), metric.WithDescription("Outbox rows waiting to be relayed, as last reported."))
+	errs = append(errs, err)
+	obs.oldest, err = m.Float64Gauge("queen.outbox.oldest.age", metric.WithUnit("s"), metric.WithDescription("Age of the oldest outbox row waiting to be relayed, as last reported."))
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("queenotel: NewObserver: %w", err)
 	}
@@ -263,6 +294,15 @@ func (o *Observer) Observe(e queen.Event) {
 		for range e.Count {
 			o.handler.Record(ctx, e.Duration.Seconds(), at)
 		}
+	case queen.EventOutboxRelayed:
+		at := metric.WithAttributes(AttrQueue.String(e.Queue))
+		o.relayed.Add(ctx, int64(e.Count), at)
+		o.relayAge.Record(ctx, e.Duration.Seconds(), at)
+	case queen.EventOutboxHeld:
+		o.held.Add(ctx, int64(e.Count), metric.WithAttributes(AttrQueue.String(e.Queue)))
+	case queen.EventOutboxBacklog:
+		o.waiting.Record(ctx, int64(e.Count))
+		o.oldest.Record(ctx, e.Duration.Seconds())
 	}
 	if o.next != nil {
 		o.next.Observe(e)

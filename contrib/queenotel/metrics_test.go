@@ -290,3 +290,30 @@ func TestObserver_Histograms(t *testing.T) {
 	require.Equal(t, 1, chained[queen.EventDeadLettered])
 	require.Equal(t, 1, chained[queen.EventParked])
 }
+
+// TestObserver_OutboxEvents checks the outbox relay's events (package
+// outbox reports them to the Observer it is given) against the
+// instruments.
+func TestObserver_OutboxEvents(t *testing.T) {
+	r, mp := newReader(t)
+	obs, err := queenotel.NewObserver(&queenotel.ObserverOptions{MeterProvider: mp})
+	require.NoError(t, err)
+	for _, e := range []queen.Event{
+		{Kind: queen.EventOutboxBacklog, Count: 7, Duration: 3 * time.Second},
+		{Kind: queen.EventOutboxRelayed, Queue: "orders", Count: 5, Duration: 20 * time.Millisecond},
+		{Kind: queen.EventOutboxRelayed, Queue: "orders", Count: 2, Duration: 40 * time.Millisecond},
+		{Kind: queen.EventOutboxRelayed, Queue: "mail", Count: 1},
+		{Kind: queen.EventOutboxHeld, Queue: "orders", Count: 1},
+		{Kind: queen.EventOutboxBacklog, Count: 1, Duration: 1500 * time.Millisecond},
+	} {
+		obs.Observe(e)
+	}
+	got, err := collect(t, r)
+	require.NoError(t, err)
+	require.EqualValues(t, 7, got["queen.outbox.relayed{messaging.destination.name=orders}"])
+	require.EqualValues(t, 1, got["queen.outbox.relayed{messaging.destination.name=mail}"])
+	require.EqualValues(t, 2, got["queen.outbox.relay.age_count{messaging.destination.name=orders}"])
+	require.EqualValues(t, 1, got["queen.outbox.held{messaging.destination.name=orders}"])
+	require.EqualValues(t, 1, got["queen.outbox.waiting"])
+	require.EqualValues(t, 1.5, got["queen.outbox.oldest.age"])
+}

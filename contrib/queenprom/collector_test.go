@@ -398,3 +398,27 @@ func TestObserver_ConsumeOutcomes(t *testing.T) {
 	require.Equal(t, 1, count[queen.EventDeadLettered])
 	require.Equal(t, 1, count[queen.EventParked])
 }
+
+// TestObserver_OutboxEvents checks the outbox relay's events (package
+// outbox reports them to the Observer it is given) against the metrics.
+func TestObserver_OutboxEvents(t *testing.T) {
+	obs, err := queenprom.NewObserver(nil)
+	require.NoError(t, err)
+	for _, e := range []queen.Event{
+		{Kind: queen.EventOutboxBacklog, Count: 7, Duration: 3 * time.Second},
+		{Kind: queen.EventOutboxRelayed, Queue: "orders", Count: 5, Duration: 20 * time.Millisecond},
+		{Kind: queen.EventOutboxRelayed, Queue: "orders", Count: 2, Duration: 40 * time.Millisecond},
+		{Kind: queen.EventOutboxRelayed, Queue: "mail", Count: 1},
+		{Kind: queen.EventOutboxHeld, Queue: "orders", Count: 1},
+		{Kind: queen.EventOutboxBacklog, Count: 1, Duration: 1500 * time.Millisecond},
+	} {
+		obs.Observe(e)
+	}
+	got := gather(t, obs)
+	require.EqualValues(t, 7, got[`queen_outbox_relayed_total{queue="orders"}`])
+	require.EqualValues(t, 1, got[`queen_outbox_relayed_total{queue="mail"}`])
+	require.EqualValues(t, 2, got[`queen_outbox_relay_age_seconds_count{queue="orders"}`])
+	require.EqualValues(t, 1, got[`queen_outbox_held_total{queue="orders"}`])
+	require.EqualValues(t, 1, got[`queen_outbox_waiting_rows`])
+	require.EqualValues(t, 1.5, got[`queen_outbox_oldest_age_seconds`])
+}

@@ -1,15 +1,23 @@
-// Command monolith is a web application that uses queen as its local,
-// durable queue: an HTTP handler pushes an order, a background worker pops
-// and acks it. Stop it (Ctrl-C) with orders still queued and start it again:
-// they are still there, and the worker picks them up.
+// Command monolith is a web application that keeps its orders in SQLite
+// and uses queen as its local, durable queue: an HTTP handler saves an
+// order and enqueues its order.created event in one SQLite transaction
+// (package outbox), a relay moves committed events into the broker, and a
+// background worker pops and acks them. An order is never announced
+// without being saved, nor saved without being announced, whatever
+// crashes when. Stop it (Ctrl-C) with orders still queued and start it
+// again: they are still there, and the worker picks them up.
 //
-//	go run ./examples/monolith
+// It is a module of its own, for its SQLite driver (modernc.org/sqlite,
+// pure Go):
+//
+//	cd examples/monolith && go run .
 //	curl -X POST localhost:8080/orders -d '{"customer":"c-42","total":12}'
 //	curl localhost:8080/stats
 package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -19,25 +27,54 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/queenlite/queen"
+	"github.com/queenlite/queen/outbox"
+	_ "modernc.org/sqlite"
 )
 
 func main() {
 	addr := flag.String("addr", "localhost:8080", "listen address")
-	dir := flag.String("data", "./monolith-data", "queue directory")
+	dir := flag.String("data", "./monolith-data", "data directory: the queue and the SQLite database")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	broker, err := queen.Open(*dir, nil)
+	broker, err := queen.Open(filepath.Join(*dir, "queue"), nil)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer broker.Close()
+
+	// The application's own database. WAL and a busy timeout let the relay
+	// and the handlers share it; _txlock=immediate makes every transaction
+	// take SQLite's write lock at BEGIN, so none fails on upgrading it.
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(*dir, "app.db")+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_txlock=immediate")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS orders (id INTEGER PRIMARY KEY, customer TEXT NOT NULL, total REAL NOT NULL)`); err != nil {
+		log.Fatal(err)
+	}
+	events, err := outbox.New(db, broker, outbox.Options{Dialect: outbox.SQLite})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := events.Migrate(ctx); err != nil {
+		log.Fatal(err)
+	}
+	relayed := make(chan error, 1)
+	go func() { relayed <- events.Relay(ctx) }() // until ctx ends
+	defer func() {
+		if err := <-relayed; err != nil {
+			log.Print(err)
+		}
+	}()
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /orders", func(w http.ResponseWriter, r *http.Request) {
@@ -50,14 +87,14 @@ func main() {
 			http.Error(w, "want {\"customer\":\"...\",\"total\":n}", http.StatusBadRequest)
 			return
 		}
-		// One partition per customer keeps each customer's orders in order.
-		res, err := broker.Push(r.Context(), []queen.PushItem{{Queue: "orders", Partition: order.Customer, Payload: body}})
+		id, err := saveOrder(r.Context(), db, events, order.Customer, order.Total, body)
 		if err != nil {
-			http.Error(w, "queue unavailable", http.StatusServiceUnavailable)
+			log.Printf("save order: %v", err)
+			http.Error(w, "order not saved", http.StatusServiceUnavailable)
 			return
 		}
 		w.WriteHeader(http.StatusAccepted)
-		fmt.Fprintf(w, "queued %s at offset %d\n", res[0].TransactionID, res[0].Offset)
+		fmt.Fprintf(w, "order %d saved, order.created on its way\n", id)
 	})
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
 		st, err := broker.QueueStats(r.Context(), "orders")
@@ -70,6 +107,9 @@ func main() {
 			return
 		}
 		fmt.Fprintf(w, "messages %d, pending %d, in flight %d, dead letters %d\n", st.Messages, st.Pending, st.InFlight, st.DeadLetters)
+		if s, err := events.Stats(r.Context()); err == nil {
+			fmt.Fprintf(w, "outbox: %d waiting, %d held\n", s.Waiting, s.Held)
+		}
 	})
 
 	go work(ctx, broker)
@@ -81,10 +121,34 @@ func main() {
 		defer cancel()
 		srv.Shutdown(shutdown)
 	}()
-	log.Printf("listening on %s, queue in %s", *addr, *dir)
+	log.Printf("listening on %s, data in %s", *addr, *dir)
 	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Fatal(err)
 	}
+}
+
+// saveOrder inserts the order and enqueues its event in one transaction:
+// both are committed, or neither. One partition per customer keeps each
+// customer's events in order.
+func saveOrder(ctx context.Context, db *sql.DB, events *outbox.Outbox, customer string, total float64, body []byte) (int64, error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `INSERT INTO orders (customer, total) VALUES (?, ?)`, customer, total)
+	if err != nil {
+		return 0, err
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return 0, err
+	}
+	event := queen.PushItem{Queue: "orders", Partition: customer, Payload: body, TransactionID: fmt.Sprintf("order-%d", id)}
+	if err := events.Enqueue(ctx, tx, event); err != nil {
+		return 0, err
+	}
+	return id, tx.Commit()
 }
 
 // work is the background worker: it waits for orders, handles them and
