@@ -210,17 +210,7 @@ func (b *Broker) PayloadLimit() int { return b.maxPayload }
 // checkPushItem validates and normalizes item i of a push or transaction:
 // names, JSON payload, and payload size ([ErrTooLarge]).
 func (b *Broker) checkPushItem(i int, it *PushItem) error {
-	if err := it.normalize(i); err != nil {
-		return err
-	}
-	if len(it.Payload) > b.maxPayload {
-		where := "on disk"
-		if b.db.Opts().InMemory {
-			where = "in memory"
-		}
-		return fmt.Errorf("%w: PushItem[%d].Payload is %d bytes, the broker stores at most %d %s", ErrTooLarge, i, len(it.Payload), b.maxPayload, where)
-	}
-	return nil
+	return checkItem(i, it, b.maxPayload, b.payloadIn)
 }
 
 // Push appends messages to their partitions. A call of more than

@@ -314,6 +314,7 @@ type Broker struct {
 	storeID    string      // the format record's id, for Facts (see storeIDOf)
 	lim        storeLimits // sizes of storage transactions (see limitsOf)
 	maxPayload int         // largest payload the database stores (see payloadLimit)
+	payloadIn  string      // where it stores them, for errors: "on disk" or "in memory"
 }
 
 // Open opens (creating if needed) a broker stored in dir. With
@@ -391,7 +392,10 @@ func newBroker(db *badger.DB, o Options) (*Broker, error) {
 		opened:    o.Clock.Now(),
 
 		lim:        limitsOf(db),
-		maxPayload: payloadLimit(db),
+		maxPayload: payloadLimit(db), payloadIn: "on disk",
+	}
+	if db.Opts().InMemory {
+		b.payloadIn = "in memory"
 	}
 	b.parts = make([]*partition, 1) // pid 0 is never used
 	if err := prepareFormat(db, db.Opts().Dir); err != nil {
