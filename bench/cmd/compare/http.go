@@ -368,6 +368,7 @@ func httpPopAck(j *Job) (Result, error) {
 	fail := func(err error) { once.Do(func() { firstErr = err; failed.Store(true) }) }
 	end := deadline(j)
 	prof := startProfile(j)
+	cpu := startCPU(e)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range max(j.Consumers, 1) {
@@ -448,6 +449,7 @@ func httpPopAck(j *Job) (Result, error) {
 		})
 	}
 	wg.Wait()
+	cpuNote := cpu.note(done.Load())
 	prof.stop()
 	if firstErr != nil {
 		return Result{}, firstErr
@@ -457,6 +459,7 @@ func httpPopAck(j *Job) (Result, error) {
 		r.Note = fmt.Sprintf("per cycle: pop %.0f µs, ack %.0f µs, empty pops %.0f µs (%d)",
 			float64(popNS.Load())/float64(calls)/1e3, float64(ackNS.Load())/float64(calls)/1e3, float64(emptyNS.Load())/float64(calls)/1e3, empties.Load())
 	}
+	r.Note += cpuNote
 	b, err := e.broker()
 	if err != nil {
 		return Result{}, err
