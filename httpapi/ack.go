@@ -32,7 +32,7 @@ func (h *handler) ack(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, err)
 		return
 	}
-	it := parseAckFields(f, "transactionId is required", "partitionId is required to ensure message uniqueness", false)
+	it := parseAckFields(f, "transactionId is required", "partitionId is required to ensure message uniqueness", false, nil)
 	if f.err != nil {
 		h.writeError(w, r, f.err)
 		return
@@ -67,8 +67,12 @@ func (h *handler) ackBatch(w http.ResponseWriter, r *http.Request) {
 		if f.err != nil {
 			break
 		}
+		var like *queen.AckItem
+		if i > 0 {
+			like = &items[i-1]
+		}
 		items[i] = parseAckFields(itf, "Each acknowledgment must have a valid transactionId string",
-			"Each acknowledgment must have a valid partitionId string to ensure message uniqueness", false)
+			"Each acknowledgment must have a valid partitionId string to ensure message uniqueness", false, like)
 		if itf.err != nil {
 			f.err = itf.err
 			break
@@ -86,27 +90,34 @@ func (h *handler) ackBatch(w http.ResponseWriter, r *http.Request) {
 
 // settle applies acks and answers 200 with one result per item.
 func (h *handler) settle(w http.ResponseWriter, r *http.Request, items []queen.AckItem) {
-	out := make([]ackResult, 0, len(items))
+	var res []queen.AckResult
 	if len(items) > 0 {
-		res, err := h.b.AckBatch(r.Context(), items)
-		if err != nil {
+		var err error
+		if res, err = h.b.AckBatch(r.Context(), items); err != nil {
 			h.writeError(w, r, err)
 			return
 		}
-		for i := range res {
-			a := &res[i]
-			if msg := ackErrorText(a.Err); msg == "internal error" {
-				h.log.Error("httpapi: ack item failed", "path", r.URL.Path, "err", a.Err)
-			}
-			out = append(out, ackResult{
-				Index: i, TransactionID: a.TransactionID, Success: a.Success, Error: nullString(ackErrorText(a.Err)),
-				QueueName: nullString(a.Queue), PartitionName: nullString(a.Partition),
-				LeaseReleased: a.LeaseReleased, DLQ: a.DeadLettered, Parked: a.Parked,
-			})
-		}
 	}
+	// The results are encoded one by one, with no []ackResult between:
+	// the reply is what appendAckResults writes for them.
 	buf := getBuf()
-	*buf = appendAckResults(*buf, out)
+	b := append(*buf, '[')
+	for i := range res {
+		a := &res[i]
+		msg := ackErrorText(a.Err)
+		if msg == "internal error" {
+			h.log.Error("httpapi: ack item failed", "path", r.URL.Path, "err", a.Err)
+		}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendAckResult(b, &ackResult{
+			Index: i, TransactionID: a.TransactionID, Success: a.Success, Error: nullString(msg),
+			QueueName: nullString(a.Queue), PartitionName: nullString(a.Partition),
+			LeaseReleased: a.LeaseReleased, DLQ: a.DeadLettered, Parked: a.Parked,
+		})
+	}
+	*buf = append(b, ']')
 	writeRaw(w, http.StatusOK, buf)
 }
 

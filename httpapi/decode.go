@@ -29,7 +29,7 @@ func (h *handler) readBody(w http.ResponseWriter, r *http.Request) (*fields, err
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, badRequest("Empty request body")
 	}
-	if !json.Valid(data) {
+	if !validJSON(data) {
 		var v any
 		err := json.Unmarshal(data, &v)
 		msg := "syntax error"

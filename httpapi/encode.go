@@ -48,6 +48,24 @@ func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
 
 // appendPopReply appends r as verbatim.Marshal writes it.
 func appendPopReply(b []byte, r *popReply) []byte {
+	b = appendPopHead(b, r)
+	if r.Messages == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range r.Messages {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendPopMessage(b, &r.Messages[i])
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
+}
+
+// appendPopHead appends r's members up to the value of "messages".
+func appendPopHead(b []byte, r *popReply) []byte {
 	b = append(b, `{"success":`...)
 	b = strconv.AppendBool(b, r.Success)
 	b = append(b, `,"queue":`...)
@@ -83,20 +101,7 @@ func appendPopReply(b []byte, r *popReply) []byte {
 		}
 		b = append(b, '}')
 	}
-	b = append(b, `,"messages":`...)
-	if r.Messages == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range r.Messages {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendPopMessage(b, &r.Messages[i])
-		}
-		b = append(b, ']')
-	}
-	return append(b, '}')
+	return append(b, `,"messages":`...)
 }
 
 func appendPopMessage(b []byte, m *popMessage) []byte {
@@ -136,31 +141,35 @@ func appendAckResults(b []byte, rs []ackResult) []byte {
 	}
 	b = append(b, '[')
 	for i := range rs {
-		r := &rs[i]
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"index":`...)
-		b = strconv.AppendInt(b, int64(r.Index), 10)
-		b = append(b, `,"transactionId":`...)
-		b = appendJSONString(b, r.TransactionID)
-		b = append(b, `,"success":`...)
-		b = strconv.AppendBool(b, r.Success)
-		b = append(b, `,"error":`...)
-		b = appendNullString(b, r.Error)
-		b = append(b, `,"queueName":`...)
-		b = appendNullString(b, r.QueueName)
-		b = append(b, `,"partitionName":`...)
-		b = appendNullString(b, r.PartitionName)
-		b = append(b, `,"leaseReleased":`...)
-		b = strconv.AppendBool(b, r.LeaseReleased)
-		b = append(b, `,"dlq":`...)
-		b = strconv.AppendBool(b, r.DLQ)
-		b = append(b, `,"parked":`...)
-		b = strconv.AppendBool(b, r.Parked)
-		b = append(b, '}')
+		b = appendAckResult(b, &rs[i])
 	}
 	return append(b, ']')
+}
+
+// appendAckResult appends r as json.Marshal writes it.
+func appendAckResult(b []byte, r *ackResult) []byte {
+	b = append(b, `{"index":`...)
+	b = strconv.AppendInt(b, int64(r.Index), 10)
+	b = append(b, `,"transactionId":`...)
+	b = appendJSONString(b, r.TransactionID)
+	b = append(b, `,"success":`...)
+	b = strconv.AppendBool(b, r.Success)
+	b = append(b, `,"error":`...)
+	b = appendNullString(b, r.Error)
+	b = append(b, `,"queueName":`...)
+	b = appendNullString(b, r.QueueName)
+	b = append(b, `,"partitionName":`...)
+	b = appendNullString(b, r.PartitionName)
+	b = append(b, `,"leaseReleased":`...)
+	b = strconv.AppendBool(b, r.LeaseReleased)
+	b = append(b, `,"dlq":`...)
+	b = strconv.AppendBool(b, r.DLQ)
+	b = append(b, `,"parked":`...)
+	b = strconv.AppendBool(b, r.Parked)
+	return append(b, '}')
 }
 
 // appendPushResult appends r as json.Marshal writes it.
@@ -242,9 +251,40 @@ func appendUsTime(b []byte, t usTime) []byte {
 	if tt.IsZero() {
 		return append(b, "null"...)
 	}
+	tt = tt.UTC()
+	year, month, day := tt.Date()
+	if year < 0 || year > 9999 { // a sign or a fifth digit: as Format writes them
+		b = append(b, '"')
+		b = tt.AppendFormat(b, "2006-01-02T15:04:05.000000Z")
+		return append(b, '"')
+	}
+	hour, min, sec := tt.Clock()
 	b = append(b, '"')
-	b = tt.UTC().AppendFormat(b, "2006-01-02T15:04:05.000000Z")
-	return append(b, '"')
+	b = appendDigits(b, year, 4)
+	b = append(b, '-')
+	b = appendDigits(b, int(month), 2)
+	b = append(b, '-')
+	b = appendDigits(b, day, 2)
+	b = append(b, 'T')
+	b = appendDigits(b, hour, 2)
+	b = append(b, ':')
+	b = appendDigits(b, min, 2)
+	b = append(b, ':')
+	b = appendDigits(b, sec, 2)
+	b = append(b, '.')
+	b = appendDigits(b, tt.Nanosecond()/1000, 6)
+	return append(b, `Z"`...)
+}
+
+// appendDigits appends v (0 ≤ v < 10^width) in width decimal digits,
+// zero-padded.
+func appendDigits(b []byte, v, width int) []byte {
+	b = append(b, "000000"[:width]...)
+	for i := len(b) - 1; v > 0; i-- {
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return b
 }
 
 // appendJSONString appends s quoted as json.Marshal quotes it: the common

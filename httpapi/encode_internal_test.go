@@ -110,3 +110,18 @@ func TestEncode_PushResultMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestEncode_UsTimeMatchesMarshalJSON(t *testing.T) {
+	times := []time.Time{{}, time.Unix(0, 0), time.Date(2031, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(2031, 2, 3, 4, 5, 6, 789123456, time.FixedZone("x", -7*3600)), time.Date(0, 1, 1, 0, 0, 0, 1000, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 3, 4, 5, 6, 7, 8, time.UTC),
+		time.Date(999, 1, 1, 0, 0, 0, 0, time.UTC)}
+	for ns := int64(1); ns < 1<<62; ns = ns*7 + 12345 {
+		times = append(times, time.Unix(0, ns), time.Unix(0, -ns))
+	}
+	for _, at := range times {
+		want, err := usTime(at).MarshalJSON()
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(appendUsTime(nil, usTime(at))), "%v", at)
+	}
+}

@@ -174,18 +174,24 @@ func (h *handler) pop(w http.ResponseWriter, r *http.Request, req queen.PopReque
 		noContent(w)
 		return
 	}
-	reply := popReply{Success: true, Queue: res.Queue, Partition: res.Partition, PartitionID: res.PartitionID,
+	// The messages are encoded one by one from res, with no []popMessage
+	// between: the reply's members are those of a popReply (appendPopReply).
+	head := popReply{Success: true, Queue: res.Queue, Partition: res.Partition, PartitionID: res.PartitionID,
 		LeaseID: res.LeaseID, ConsumerGroup: res.ConsumerGroup, PartitionsClaimed: res.PartitionsClaimed,
-		Conflating: res.Conflating, ConflationConflict: res.ConflationConflict, Autopilot: res.Autopilot,
-		Messages: make([]popMessage, len(res.Messages))}
+		Conflating: res.Conflating, ConflationConflict: res.ConflationConflict, Autopilot: res.Autopilot}
+	buf := getBuf()
+	b := append(appendPopHead(*buf, &head), '[')
 	for i, m := range res.Messages {
-		reply.Messages[i] = popMessage{
+		if i > 0 {
+			b = append(b, ',')
+		}
+		pm := popMessage{
 			ID: m.ID, TransactionID: m.TransactionID, PartitionID: m.PartitionID, Partition: m.Partition, Queue: m.Queue,
 			LeaseID: m.LeaseID, ConsumerGroup: m.ConsumerGroup, Data: payload(m.Payload), TraceID: nullString(m.TraceID),
 			ProducerSub: nullString(m.ProducerSub), CreatedAt: usTime(m.CreatedAt), Offset: m.Offset, DeliveryAttempt: m.DeliveryAttempt,
 		}
+		b = appendPopMessage(b, &pm)
 	}
-	buf := getBuf()
-	*buf = appendPopReply(*buf, &reply)
+	*buf = append(b, "]}"...)
 	writeRaw(w, http.StatusOK, buf)
 }

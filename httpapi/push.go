@@ -220,7 +220,14 @@ type txReply struct {
 // one out, so it names no message, and the transaction is aborted with
 // "ACK operation failed: Message not found" as a Broker answers
 // (queen.TransactionError wrapping queen.ErrNotFound).
-func parseAckFields(f *fields, missingTx, missingPart string, inTx bool) queen.AckItem {
+//
+// like, when not nil, is the item read before this one in the same body:
+// a value equal to its partitionId, status, consumerGroup or leaseId (one
+// batch usually acks one lease's messages) is its string, not a new one.
+func parseAckFields(f *fields, missingTx, missingPart string, inTx bool, like *queen.AckItem) queen.AckItem {
+	if like == nil {
+		like = &queen.AckItem{}
+	}
 	if missingTx == "" {
 		missingTx = f.prefix() + "transactionId is required"
 	}
@@ -237,10 +244,10 @@ func parseAckFields(f *fields, missingTx, missingPart string, inTx bool) queen.A
 		return it
 	}
 	it.TransactionID = f.str("transactionId")
-	it.PartitionID = f.str("partitionId")
-	it.Status = queen.AckStatus(f.str("status"))
-	it.Group = f.str("consumerGroup")
-	it.LeaseID = f.str("leaseId")
+	it.PartitionID = f.strLike("partitionId", like.PartitionID)
+	it.Status = queen.AckStatus(f.strLike("status", string(like.Status)))
+	it.Group = f.strLike("consumerGroup", like.Group)
+	it.LeaseID = f.strLike("leaseId", like.LeaseID)
 	it.Error = f.str("error")
 	// delayMs, ours: a failed or retry ack holds the partition back this
 	// long (queen.AckItem.Delay).
@@ -308,7 +315,7 @@ func (h *handler) transaction(w http.ResponseWriter, r *http.Request) {
 		case op.err != nil:
 			f.err = op.err
 		case typ == "ack":
-			it := parseAckFields(op, "", "", true)
+			it := parseAckFields(op, "", "", true, nil)
 			ops, types = append(ops, queen.TxOp{Ack: &it}), append(types, "ack")
 		case typ == "push" && op.present("items"):
 			// Each item is one operation.

@@ -5,7 +5,7 @@ import (
 	"unicode/utf8"
 )
 
-// Request bodies are validated once (json.Valid in readBody); after that
+// Request bodies are validated once (validJSON in readBody); after that
 // their objects and arrays are cut into members by the scanners below
 // rather than by json.Unmarshal, which checks its whole input again on
 // every call and reflects into a map. They give exactly what

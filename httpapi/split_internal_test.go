@@ -3,6 +3,8 @@ package httpapi
 import (
 	"encoding/json"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -99,4 +101,36 @@ func FuzzSplit(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) { checkSplit(t, s) })
+}
+
+// validJSONCases are inputs at the edges of the grammar json.Valid checks.
+var validJSONCases = []string{
+	``, ` `, `null`, `nul`, `nulll`, `true`, `tru`, `false`, `fals`, `0`, `-0`, `-`, `01`, `1.`, `1.5`, `.5`, `1e`, `1e+`, `1e+5`,
+	`1E-05`, `-1.5e3`, `1.5e3.2`, `+1`, `"`, `""`, `"a`, `"\"`, `"\\"`, `"\u00e9"`, `"\u00g9"`, `"\u00e"`, `"\x"`, `"\/"`,
+	"\"\x1f\"", "\"\x7f\xff\"", "\"tab\there\"", `{}`, `{`, `}`, `{"a"}`, `{"a":}`, `{"a":1,}`, `{"a":1 "b":2}`, `{,}`,
+	`{1:2}`, `{"a":1}x`, ` {"a" : [ 1 , 2 ] } `, "\t\r\n[]\n", `[`, `[]`, `[1,]`, `[,1]`, `[1 2]`, `[[[]]]`, `[[[]]`,
+	`{"a":{"b":{"c":[null,true,false,"x",-1e-9]}}}`, `nullnull`, `1 2`, "\x00", "[\"\u2028\"]",
+}
+
+func TestValidJSON_MatchesJSONValid(t *testing.T) {
+	cases := slices.Clone(validJSONCases)
+	for _, n := range []int{maxNesting - 1, maxNesting, maxNesting + 1} {
+		cases = append(cases, strings.Repeat("[", n)+strings.Repeat("]", n),
+			strings.Repeat(`{"a":`, n)+"1"+strings.Repeat("}", n))
+	}
+	for _, c := range cases {
+		require.Equal(t, json.Valid([]byte(c)), validJSON([]byte(c)), "%.80q", c)
+	}
+}
+
+// FuzzValidJSON compares validJSON with json.Valid on any input.
+func FuzzValidJSON(f *testing.F) {
+	for _, c := range validJSONCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if got, want := validJSON(data), json.Valid(data); got != want {
+			t.Fatalf("validJSON(%q) = %v, json.Valid = %v", data, got, want)
+		}
+	})
 }

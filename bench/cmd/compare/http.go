@@ -203,6 +203,13 @@ func (e *httpEnv) close() error {
 // do sends a request and decodes a JSON reply into out (when out is not
 // nil and the status is not 204). It returns the status.
 func (e *httpEnv) do(method, path string, body []byte, out any) (int, error) {
+	var buf bytes.Buffer
+	return e.doInto(method, path, body, &buf, out)
+}
+
+// doInto is do reading the reply into buf, emptied first: a consumer
+// reuses one buffer for all its replies.
+func (e *httpEnv) doInto(method, path string, body []byte, buf *bytes.Buffer, out any) (int, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -219,10 +226,11 @@ func (e *httpEnv) do(method, path string, body []byte, out any) (int, error) {
 		return 0, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
+	buf.Reset()
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
 		return resp.StatusCode, err
 	}
+	data := buf.Bytes()
 	if resp.StatusCode >= 300 {
 		return resp.StatusCode, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, bytes.TrimSpace(data))
 	}
@@ -368,12 +376,13 @@ func httpPopAck(j *Job) (Result, error) {
 	fail := func(err error) { once.Do(func() { firstErr = err; failed.Store(true) }) }
 	end := deadline(j)
 	prof := startProfile(j)
+	cpu := startCPU(e)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range max(j.Consumers, 1) {
 		wg.Go(func() {
 			msgs := make([]*queen.Message, 0, j.Batch)
-			var body bytes.Buffer
+			var body, reply bytes.Buffer
 			for done.Load() < int64(j.N) && !failed.Load() {
 				if time.Now().After(end) {
 					capped.Store(true)
@@ -381,7 +390,7 @@ func httpPopAck(j *Job) (Result, error) {
 				}
 				var rep httpPopReply
 				t0 := time.Now()
-				st, err := e.do("GET", popPath, nil, &rep)
+				st, err := e.doInto("GET", popPath, nil, &reply, &rep)
 				if err != nil {
 					fail(err)
 					return
@@ -427,7 +436,7 @@ func httpPopAck(j *Job) (Result, error) {
 				}
 				var acks []httpAckResult
 				t2 := time.Now()
-				if _, err := e.do("POST", ackPath, body.Bytes(), &acks); err != nil {
+				if _, err := e.doInto("POST", ackPath, body.Bytes(), &reply, &acks); err != nil {
 					fail(err)
 					return
 				}
@@ -448,6 +457,7 @@ func httpPopAck(j *Job) (Result, error) {
 		})
 	}
 	wg.Wait()
+	cpuNote := cpu.note(done.Load())
 	prof.stop()
 	if firstErr != nil {
 		return Result{}, firstErr
@@ -457,6 +467,7 @@ func httpPopAck(j *Job) (Result, error) {
 		r.Note = fmt.Sprintf("per cycle: pop %.0f µs, ack %.0f µs, empty pops %.0f µs (%d)",
 			float64(popNS.Load())/float64(calls)/1e3, float64(ackNS.Load())/float64(calls)/1e3, float64(emptyNS.Load())/float64(calls)/1e3, empties.Load())
 	}
+	r.Note += cpuNote
 	b, err := e.broker()
 	if err != nil {
 		return Result{}, err

@@ -467,7 +467,7 @@ func run(c *config) error {
 				res.Round = round
 				r.results[s] = append(r.results[s], res)
 				if c.verbose {
-					logf("  %s: %d msgs in %.2fs = %.0f msg/s p50 %.3f p99 %.3f ms rss %d MB%s", name, res.Msgs, res.Seconds, res.rate(), res.P50, res.P99, res.RSSKB>>10, cappedNote(res))
+					logf("  %s: %d msgs in %.2fs = %.0f msg/s p50 %.3f p99 %.3f ms rss %d MB%s; %s", name, res.Msgs, res.Seconds, res.rate(), res.P50, res.P99, res.RSSKB>>10, cappedNote(res), res.Note)
 				}
 			}
 		}
