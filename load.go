@@ -103,11 +103,12 @@ func (b *Broker) loadPartitions(txn *badger.Txn, dead map[uint64]bool) error {
 	}
 	perQueue := make(map[*queue]int, len(b.queues))
 	var last *queue // the previous record's queue: partitions of a queue run together
+	var m partitionMeta // one for every record: declared inside, each would be a heap allocation
 	err := scan(txn, []byte{keys.Partition}, func(k, v []byte) error {
 		if len(k) != 9 {
 			return nil
 		}
-		var m partitionMeta
+		m = partitionMeta{}
 		qname, err := record.DecodePartitionRef(v, &m) // the name is looked up, not kept
 		if err != nil {
 			return err
