@@ -102,7 +102,7 @@ func (b *Broker) loadPartitions(txn *badger.Txn, dead map[uint64]bool) error {
 		b.reservePID(pid)
 	}
 	perQueue := make(map[*queue]int, len(b.queues))
-	var last *queue // the previous record's queue: partitions of a queue run together
+	var last *queue     // the previous record's queue: partitions of a queue run together
 	var m partitionMeta // one for every record: declared inside, each would be a heap allocation
 	err := scan(txn, []byte{keys.Partition}, func(k, v []byte) error {
 		if len(k) != 9 {
@@ -189,13 +189,14 @@ func fit[T any](s []T) []T {
 // before it seeks to the partition's end instead.
 const walkRun = 32
 
-// loadNext sets every loaded partition's next offset and last push time
-// from its newest stored message (the stored metadata's, if later: that
-// message may be deleted), in one pass over the message keys in key
-// order: a partition of a few messages is stepped through (cheap: its keys
-// share a block with its neighbours'), a longer one is left by a seek to
-// its last key. A seek per partition costs far more when partitions are
-// many and short.
+// loadNext sets every loaded partition's next offset from its newest
+// stored message, in one pass over the message keys in key order: a
+// partition of a few messages is stepped through (cheap: its keys share a
+// block with its neighbours'), a longer one is left by a seek to its last
+// key. A seek per partition costs far more when partitions are many and
+// short. It reads no message record, except in queues with a WindowBuffer
+// (their last push time, the stored metadata's if later: that message may
+// be deleted); elsewhere that time is read when asked for (see lastPush).
 func (b *Broker) loadNext(txn *badger.Txn) {
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{keys.Message}})
 	defer it.Close()
