@@ -262,7 +262,7 @@ func (b *Broker) servable(c *cursor, now int64) bool {
 		return false
 	}
 	if w := p.q.cfg.WindowBuffer; w > 0 {
-		if open := p.lastPushAt + w.Microseconds(); open > now {
+		if open := b.lastPush(p) + w.Microseconds(); open > now {
 			b.timers.schedule(c, open)
 			return false
 		}

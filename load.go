@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
+	"slices"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/queenlite/queen/internal/keys"
@@ -91,15 +92,23 @@ func (b *Broker) loadQueues(txn *badger.Txn) error {
 }
 
 func (b *Broker) loadPartitions(txn *badger.Txn, dead map[uint64]bool) error {
+	// b.parts is indexed by pid: made once at the size the largest stored
+	// pid needs, not grown a partition at a time (a copy of the whole
+	// slice at each doubling).
+	if top, ok := lastPID(txn); ok && top < math.MaxInt32 {
+		b.parts = slices.Grow(b.parts, int(top)+1-len(b.parts))
+	}
 	for pid := range dead {
 		b.reservePID(pid)
 	}
-	var last *queue // the previous record's queue: partitions of a queue run together
+	perQueue := make(map[*queue]int, len(b.queues))
+	var last *queue     // the previous record's queue: partitions of a queue run together
+	var m partitionMeta // one for every record: declared inside, each would be a heap allocation
 	err := scan(txn, []byte{keys.Partition}, func(k, v []byte) error {
 		if len(k) != 9 {
 			return nil
 		}
-		var m partitionMeta
+		m = partitionMeta{}
 		qname, err := record.DecodePartitionRef(v, &m) // the name is looked up, not kept
 		if err != nil {
 			return err
@@ -123,22 +132,26 @@ func (b *Broker) loadPartitions(txn *badger.Txn, dead map[uint64]bool) error {
 			return err
 		}
 		b.parts[pid] = p
-		q.addPart(p) // keys run in pid order
+		perQueue[q]++
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	// Slices grown one partition at a time end with up to a quarter of
-	// their length unused (8 MiB each with 1M partitions): cut to size.
+	// A queue's slices and map are made once its count is known: grown a
+	// partition at a time, the slices are copied at each doubling and end
+	// with up to a quarter of their length unused (8 MiB each with 1M
+	// partitions), and the map is rehashed again and again (a quarter of
+	// Open with 1M partitions).
 	b.parts = fit(b.parts)
-	for _, q := range b.queues {
-		q.order, q.pend = fit(q.order), fit(q.pend)
-		// Made once the count is known: a map grown one name at a time is
-		// rehashed again and again (a quarter of Open with 1M partitions).
-		q.parts = make(map[string]*partition, len(q.order))
-		for _, p := range q.order {
-			q.parts[p.name] = p
+	for q, n := range perQueue {
+		q.order, q.pend = make([]*partition, 0, n), make([]int64, 0, n)
+		q.parts = make(map[string]*partition, n)
+	}
+	for _, p := range b.parts {
+		if p != nil {
+			p.q.addPart(p) // in pid order, as created
+			p.q.parts[p.name] = p
 		}
 	}
 	b.loadNext(txn)
@@ -149,6 +162,18 @@ func (b *Broker) loadPartitions(txn *badger.Txn, dead map[uint64]bool) error {
 		p.q.count += p.stored()
 	}
 	return nil
+}
+
+// lastPID returns the largest pid of a stored partition record.
+func lastPID(txn *badger.Txn) (uint64, bool) {
+	it := txn.NewIterator(badger.IteratorOptions{Reverse: true, Prefix: []byte{keys.Partition}})
+	defer it.Close()
+	for it.Seek(keys.PartitionKey(math.MaxUint64)); it.Valid(); it.Next() {
+		if k := it.Item().Key(); len(k) == 9 {
+			return binary.BigEndian.Uint64(k[1:]), true
+		}
+	}
+	return 0, false
 }
 
 // fit returns s, or a copy of it without its unused capacity when that is
@@ -164,13 +189,14 @@ func fit[T any](s []T) []T {
 // before it seeks to the partition's end instead.
 const walkRun = 32
 
-// loadNext sets every loaded partition's next offset and last push time
-// from its newest stored message (the stored metadata's, if later: that
-// message may be deleted), in one pass over the message keys in key
-// order: a partition of a few messages is stepped through (cheap: its keys
-// share a block with its neighbours'), a longer one is left by a seek to
-// its last key. A seek per partition costs far more when partitions are
-// many and short.
+// loadNext sets every loaded partition's next offset from its newest
+// stored message, in one pass over the message keys in key order: a
+// partition of a few messages is stepped through (cheap: its keys share a
+// block with its neighbours'), a longer one is left by a seek to its last
+// key. A seek per partition costs far more when partitions are many and
+// short. It reads no message record, except in queues with a WindowBuffer
+// (their last push time, the stored metadata's if later: that message may
+// be deleted); elsewhere that time is read when asked for (see lastPush).
 func (b *Broker) loadNext(txn *badger.Txn) {
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte{keys.Message}})
 	defer it.Close()
@@ -184,12 +210,11 @@ func (b *Broker) loadNext(txn *badger.Txn) {
 		p.next = max(p.next, off+1)
 		p.q.sizeSum += item.EstimatedSize() + dedupEntrySize
 		p.q.sizeN++
-		_ = item.Value(func(v []byte) error {
-			if at, ok := record.MessageCreatedAt(v); ok {
-				p.lastPushAt = max(p.lastPushAt, at)
-			}
-			return nil
-		})
+		if p.q.cfg.WindowBuffer == 0 {
+			p.pushUnread = true // read when asked for (see lastPush)
+			return
+		}
+		readPushAt(p, item)
 	}
 	it.Rewind()
 	for it.Valid() {
@@ -227,6 +252,62 @@ func (b *Broker) loadNext(txn *badger.Txn) {
 			seen(p, off, it.Item())
 		}
 	}
+}
+
+// readPushAt raises p's last push time to that of the message in item.
+// Its record may sit in the value log: a read of the file.
+func readPushAt(p *partition, item *badger.Item) {
+	_ = item.Value(func(v []byte) error {
+		if at, ok := record.MessageCreatedAt(v); ok {
+			p.lastPushAt = max(p.lastPushAt, at)
+		}
+		return nil
+	})
+}
+
+// lastPush returns p's last push time, under b.mu. Open reads the time of
+// a partition's newest message only for queues with a WindowBuffer (the
+// others' records stay unread, most of them in Badger's value log, which
+// Open would otherwise read whole): for the rest it is read here, when
+// first asked for.
+func (b *Broker) lastPush(p *partition) int64 {
+	if p.pushUnread {
+		b.readLastPushes([]*partition{p})
+	}
+	return p.lastPushAt
+}
+
+// readLastPushes reads the last push time of the partitions of ps that
+// have one unread, in one storage transaction, under b.mu. A failed read
+// leaves a partition with its stored record's time.
+func (b *Broker) readLastPushes(ps []*partition) {
+	var it *badger.Iterator
+	_ = b.db.View(func(txn *badger.Txn) error {
+		for _, p := range ps {
+			if !p.pushUnread {
+				continue
+			}
+			p.pushUnread = false
+			if it == nil {
+				it = txn.NewIterator(badger.IteratorOptions{Reverse: true, Prefix: []byte{keys.Message}})
+				defer it.Close()
+			}
+			if it.Seek(keys.MessageKey(p.pid, math.MaxInt64)); it.Valid() {
+				if at, _, ok := keys.DecodeMessageKey(it.Item().Key()); ok && at == p.pid {
+					readPushAt(p, it.Item())
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// partitionRecord is p's stored record, with its last push time read
+// first (a record written with an unread one would keep the older time
+// once the message that has it is deleted).
+func (b *Broker) partitionRecord(p *partition) []byte {
+	b.lastPush(p)
+	return p.meta()
 }
 
 func (b *Broker) loadGroups(txn *badger.Txn) error {

@@ -184,7 +184,7 @@ func (b *Broker) retain(ctx context.Context, p *partition, cutoff int64, kind re
 		p.first = last + 1
 		p.q.count -= int64(len(offs))
 		b.repend(p)
-		ops = append(ops, setKey{keys.PartitionKey(p.pid), p.meta()})
+		ops = append(ops, setKey{keys.PartitionKey(p.pid), b.partitionRecord(p)})
 		done := b.w.submit(ops)
 		b.mu.Unlock()
 		if err := waitCtx(ctx, done); err != nil {

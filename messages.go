@@ -515,7 +515,7 @@ func (b *Broker) DeleteMessage(ctx context.Context, partitionID, transactionID s
 	}
 	p.q.count--
 	b.repend(p)
-	ops = append(ops, setKey{keys.PartitionKey(p.pid), p.meta()})
+	ops = append(ops, setKey{keys.PartitionKey(p.pid), b.partitionRecord(p)})
 	p.q.dlqCount -= int64(nDead)
 	p.q.parkedCount -= int64(nParked)
 	done := b.w.submit(ops)

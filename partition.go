@@ -35,6 +35,10 @@ type partition struct {
 	idx        uint32     // in q.order and q.pend
 	persisted  bool
 	deleted    bool
+	// pushUnread marks a lastPushAt that is the stored record's: the
+	// newest message, stored before Open, has not been read (see
+	// Broker.lastPush).
+	pushUnread bool
 }
 
 // stored counts p's retained messages.
@@ -314,7 +318,7 @@ func (b *Broker) preparePush(r *pushReq, dups []bool) {
 		p, _ := b.partitionFor(q, it.Partition)
 		if !p.persisted && !slices.Contains(stored, any(p)) {
 			stored = append(stored, p)
-			r.records = append(r.records, setKey{keys.PartitionKey(p.pid), p.meta()})
+			r.records = append(r.records, setKey{keys.PartitionKey(p.pid), b.partitionRecord(p)})
 		}
 		if i == 0 || p != r.parts[i-1] {
 			r.records = append(r.records, b.arrivalCursors(p, r)...)

@@ -238,6 +238,35 @@ func TestPartition_LastPushAtSurvivesDeletingTheNewestMessage(t *testing.T) {
 	require.True(t, lastPush().Equal(last), "reopened: %v, pushed at %v", lastPush(), last)
 }
 
+// TestPartition_LastPushAtSurvivesRestartThenDeletingTheNewestMessage: a
+// partition's LastPushAt stays the time of its newest push when that
+// message is deleted after a restart, before anything asked for the time
+// (Open does not read it), and across the restart after that; a page of
+// ListPartitions says the same.
+func TestPartition_LastPushAtSurvivesRestartThenDeletingTheNewestMessage(t *testing.T) {
+	t.Parallel()
+	clock := itest.NewClock()
+	dir := t.TempDir()
+	opts := &queen.Options{Clock: clock}
+	b := itest.OpenDir(t, dir, opts)
+	pushOne(t, b, "q", "p", "a", `1`)
+	clock.Advance(5 * time.Second)
+	last := clock.Now()
+	r := pushOne(t, b, "q", "p", "b", `2`)
+	require.NoError(t, b.Close())
+	clock.Advance(5 * time.Second)
+	b = itest.OpenDir(t, dir, opts)
+	require.NoError(t, b.DeleteMessage(bg, r.PartitionID, "b"))
+	require.NoError(t, b.Close())
+	b = itest.OpenDir(t, dir, opts)
+	qs, err := b.QueueStats(bg, "q")
+	require.NoError(t, err)
+	require.True(t, qs.Partitions[0].LastPushAt.Equal(last), "QueueStats: %v, pushed at %v", qs.Partitions[0].LastPushAt, last)
+	page, err := b.ListPartitions(bg, "q", queen.PartitionFilter{})
+	require.NoError(t, err)
+	require.True(t, page.Partitions[0].LastPushAt.Equal(last), "ListPartitions: %v, pushed at %v", page.Partitions[0].LastPushAt, last)
+}
+
 // TestPartition_OrderUnderConcurrentChaos runs 8 workers of one group
 // over 100 partitions while producers push, with random completed, failed,
 // retry and abandoned batches (left to expire on the fake clock), and checks

@@ -70,7 +70,8 @@ func (b *Broker) ListPartitions(ctx context.Context, queue string, f PartitionFi
 		return page, nil
 	}
 	i := f.From
-	for ; i < len(q.order) && len(page.Partitions) < f.Limit; i++ {
+	var parts []*partition
+	for ; i < len(q.order) && len(parts) < f.Limit; i++ {
 		if i&1023 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -79,6 +80,10 @@ func (b *Broker) ListPartitions(ctx context.Context, queue string, f PartitionFi
 		if p.deleted || (f.Search != "" && !strings.Contains(p.name, f.Search)) {
 			continue
 		}
+		parts = append(parts, p)
+	}
+	b.readLastPushes(parts) // in one pass
+	for _, p := range parts {
 		page.Partitions = append(page.Partitions, b.partitionStats(p, now, true))
 	}
 	if i < len(q.order) {
@@ -88,9 +93,13 @@ func (b *Broker) ListPartitions(ctx context.Context, queue string, f PartitionFi
 }
 
 // partitionStats describes p, with the cursors of every group of its
-// queue when withCursors is set.
+// queue and its last push time when withCursors is set (without them,
+// only its counts are meant to be used).
 func (b *Broker) partitionStats(p *partition, now int64, withCursors bool) PartitionStats {
-	ps := PartitionStats{Name: p.name, ID: p.uuid(), CreatedAt: microsTime(p.createdAt()), Messages: p.stored(), FirstOffset: p.first, NextOffset: p.next, LastPushAt: microsTime(p.lastPushAt)}
+	ps := PartitionStats{Name: p.name, ID: p.uuid(), CreatedAt: microsTime(p.createdAt()), Messages: p.stored(), FirstOffset: p.first, NextOffset: p.next}
+	if withCursors {
+		ps.LastPushAt = microsTime(b.lastPush(p))
+	}
 	if len(p.q.groups) == 0 {
 		ps.Pending = ps.Messages
 	}

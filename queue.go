@@ -275,7 +275,7 @@ func (b *Broker) ConfigureQueue(ctx context.Context, name string, cfg QueueConfi
 	p, created := b.partitionFor(q, DefaultPartition)
 	if created {
 		p.persisted = true
-		ops = append(ops, setKey{keys.PartitionKey(p.pid), p.meta()})
+		ops = append(ops, setKey{keys.PartitionKey(p.pid), b.partitionRecord(p)})
 	}
 	info := q.info()
 	done := b.w.submit(ops)

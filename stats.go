@@ -113,6 +113,9 @@ func (b *Broker) queueStats(q *queue, withParts bool, now int64) QueueStats {
 		qs.Groups = append(qs.Groups, name)
 	}
 	sort.Strings(qs.Groups)
+	if withParts {
+		b.readLastPushes(q.order) // in one pass, in key order
+	}
 	for _, p := range q.parts {
 		ps := b.partitionStats(p, now, withParts)
 		qs.Pending += ps.Pending

@@ -698,7 +698,7 @@ func (b *Broker) publish(pub publication) {
 			continue
 		}
 		p.q.count += n
-		p.lastPushAt = pub.ts
+		p.lastPushAt, p.pushUnread = pub.ts, false
 		b.messagesArrived(p)
 		b.repend(p)
 	}

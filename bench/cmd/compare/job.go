@@ -126,6 +126,9 @@ func runJob(j *Job) (Result, error) {
 	if j.Kind == "remote-push" || j.Kind == "remote-drain" {
 		return runRemoteJob(j) // scenario 11: systems server, queen-mq
 	}
+	if strings.HasPrefix(j.Kind, "open") {
+		return runOpenJob(j) // scenario 12: systems queen, queen+second, badger
+	}
 	if j.Kind == "idle" {
 		// Scenario 6: "queen" runs the busy partitions alone, "queen+idle"
 		// beside j.Idle idle ones.

@@ -73,6 +73,9 @@ type config struct {
 	remoteN     int
 	loopParts   int
 	loopBatches []int
+	openParts   int
+	openCache   string
+	openMaster  string
 }
 
 func main() {
@@ -86,6 +89,9 @@ func main() {
 	flag.IntVar(&c.loopN, "loop-n", 0, "backlog drained by each row of scenario 10 (default 40000; quick 1000)")
 	flag.IntVar(&c.loopParts, "loop-partitions", 16, "partitions of scenario 10's backlog")
 	flag.IntVar(&c.remoteN, "remote-n", 0, "messages pushed, and drained, through package remote in scenario 11 (default 10000; quick 1000)")
+	flag.IntVar(&c.openParts, "open-partitions", 0, "partitions (one message each) of the store scenario 12 opens (default 1000000; quick 20000)")
+	flag.StringVar(&c.openCache, "open-cache", "cold", "scenario 12: the store's pages dropped from the page cache before each open (cold) or left as its copy wrote them (warm)")
+	flag.StringVar(&c.openMaster, "open-store", "", "scenario 12: keep the filled master store in this directory and reuse it in later runs (so that two binaries open the same store)")
 	loopBatches := flag.String("loop-batches", "10,100", "pop batches of scenario 10 (comma list): one row each")
 	flag.IntVar(&c.payload, "payload", 256, "payload size in bytes")
 	prods := flag.String("producers", "1,64", "concurrent producers for scenario 1 (comma list)")
@@ -103,7 +109,7 @@ func main() {
 	flag.DurationVar(&c.maxTime, "max-time", 0, "time cap of one measured phase (default 4s; quick 0.5s); a capped row measures what it did")
 	flag.IntVar(&c.rounds, "rounds", 0, "rounds per row, systems alternating; the median is reported (default 3; quick 1)")
 	dur := flag.String("durability", "both", "sync (fsync per commit; JetStream sync_interval: always), nosync (JetStream default), or both")
-	scen := flag.String("scenarios", "1,2,3,4,5,6,7,8,9,10,11", "scenarios to run")
+	scen := flag.String("scenarios", "1,2,3,4,5,6,7,8,9,10,11,12", "scenarios to run")
 	sys := flag.String("systems", "queen,jetstream,badger,http,server,server-pushes", "systems to run (http: scenario 8 through httpapi in process; server: scenario 8 against cmd/queen in its own process, server-base too with -base-bin; server-pushes: cmd/queen with -durability pushes, in the fsync rows of scenario 8 pop+ack; queen-tuned: queen with the -badger-* options, an experiment)")
 	flag.StringVar(&c.dir, "dir", "", "work directory (default: a new temporary directory)")
 	flag.BoolVar(&c.keep, "keep", false, "keep the work directory")
@@ -189,6 +195,7 @@ func (c *config) defaults() {
 	pick(&c.loopN, 40000, 1000)
 	pick(&c.remoteN, 10000, 1000)
 	pick(&c.idle, 100000, 10000)
+	pick(&c.openParts, 1000000, 20000)
 	pick(&c.httpN, 100000, 10000)
 	pick(&c.rounds, 3, 1)
 	pickD(&c.latTime, 10*time.Second, time.Second)
@@ -377,6 +384,14 @@ func (c *config) rows() []*row {
 		j.Kind, j.Batch = "remote-drain", 100
 		add("11", fmt.Sprintf("remote, 1 goroutine: drain %d, pop 100 + ack batch", j.N), true, []string{"server", queenMQ}, j, nil)
 	}
+	// Scenario 12: Open of a store of many one-message partitions, in a
+	// process of its own, against Badger's own open and key scan.
+	{
+		j := base
+		j.Kind, j.Partitions = "open", c.openParts
+		add("12", fmt.Sprintf("Open of 1 queue × %d partitions × 1 message (%s page cache), in a fresh process", c.openParts, c.openCache), false,
+			[]string{"queen", "queen+second", "badger"}, j, nil)
+	}
 	return rows
 }
 
@@ -453,6 +468,18 @@ func run(c *config) error {
 					j.Dir = preloaded[s]
 				} else {
 					j.Dir = filepath.Join(root, fmt.Sprintf("row%02d-%s-r%d", ri, s, round))
+				}
+				if r.scen == "12" {
+					master, err := openMaster(exe, c, root, r.job)
+					if err == nil {
+						_, err = openStore(exe, c, master, j.Dir, s, j)
+					}
+					if err != nil {
+						failures = append(failures, fmt.Sprintf("scenario 12 %s: %v", s, err))
+						r.errs = append(r.errs, s+": "+err.Error())
+						os.RemoveAll(j.Dir)
+						continue
+					}
 				}
 				name := fmt.Sprintf("s%s-%s-%s-row%02d-r%d", r.scen, s, durName(r.sync), ri, round)
 				res, err := runOne(exe, c, &j, name)

@@ -66,6 +66,7 @@ var sysLabel = map[string]string{
 	queenMQ:            "Queen's server (C++, PostgreSQL)",
 	"queen-tuned":      "queen, tuned Badger",
 	"queen+idle":       "queen + idle partitions",
+	"queen+second":     "queen, second open",
 	"queen-tuned+idle": "queen, tuned Badger + idle partitions",
 }
 
@@ -111,6 +112,12 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
 					if x, ok := roundRatio(rs, r.results["queen"]); ok {
 						ratio = fmt.Sprintf("%.2f (HTTP/in-process)", x)
 					}
+				}
+			case r.scen == "12":
+				// Open's time over Badger's open and key scan (lower is
+				// better), rounds paired.
+				if x, ok := roundRatio(r.results["badger"], rs); ok && s != "badger" {
+					ratio = fmt.Sprintf("%.2f× Badger's time", x)
 				}
 			case r.scen == "11" && s == "server":
 				if x, ok := roundRatio(rs, r.results[queenMQ]); ok {
@@ -196,6 +203,8 @@ func renderTable(c *config, rows []*row, preload map[string]Result) string {
   the README's consume loop (Batch(N).Concurrency(4).Each().Consume, handler returns nil); the same with ConsumeBatch. In process (Broker) and over HTTP (package remote → httpapi, loopback).
   "× drain" is the loop's msgs/s over the hand drain's of the same transport, batch and round (median over rounds). Verified: offset order per partition, each message accepted once, group lag 0.
 - Scenario 3/4 p50/p99 are not measured (throughput only). Push rows: latency is per call. Scenario 7: open loop (32 senders on a fixed schedule), from the start of the push call to the handler; senders' lateness against the schedule is in the notes.
+- Scenario 12: msgs/s is partitions opened per second (Open's time in the notes); a fresh copy of one filled store per measurement, opened in a child of its own;
+  "× Badger's time" is Open's time over raw Badger's open and scan of every key (no value read) of a copy in the same state, rounds paired (lower is better).
 - Raw Badger writes the broker's bytes for each message (record + dedup-index entry) with the broker's Badger options: the storage engine's limit for push.
 `)
 	if len(preload) > 0 {
@@ -220,6 +229,9 @@ func labels(s []string, scen string) []string {
 
 // rowLabel names a system in a row of scenario scen.
 func rowLabel(s, scen string) string {
+	if scen == "12" && s == "queen" {
+		return "queen, first open"
+	}
 	if scen != "10" {
 		return label(s)
 	}
