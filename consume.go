@@ -35,10 +35,11 @@ import (
 //     back (failed, retried) brings the rest of its lane back behind it:
 //     run.runLane releases them unhandled (run.unclaim,
 //     run.reportReleased).
-//  6. Once the lane is handled, run.work waits for the acks of the lane it
-//     handled before (run.retire) and forgets that one (run.forgetLane),
-//     then ends this one (run.endLane: its ackBatcher sends what is left
-//     and forgets the lane once that is written) and takes the next.
+//  6. Once the lane is handled, run.work ends it (run.endLane: its
+//     ackBatcher sends what is left and forgets the lane once that is
+//     written) and frees its handler slot, so a fetcher may pop for it;
+//     then it waits for the acks of the lane it handled before
+//     (run.retire), forgets that one (run.forgetLane) and takes the next.
 //
 // A batch handler's pop is one lane (run.runBatch, run.handle). Stopping
 // (drain.go): run.requestStop takes no new message and gives back those
@@ -98,8 +99,9 @@ type Settlement struct {
 // previous AckBatch is being written, right after it, so a run never has
 // two in flight and its acks are written in order. Any other result is
 // acked at once, behind the run's accepted messages not yet acked, and the
-// loop reads its answer before going on. A worker takes its next run while
-// the last one's acks are written and waits for them after that run. So a
+// loop reads its answer before going on. A worker sends a run's last acks
+// as soon as it has handled the run, and its next run is popped and taken
+// while they are written; it waits for them after that next run. So a
 // process killed between fn's return and the ack reaching storage gets the
 // message delivered again: at least once, as when it is killed while fn
 // runs; with fast handlers up to a pop's messages per running worker. A

@@ -68,9 +68,13 @@ func (r *run) newLane(msgs []*Message, leaseID string, popped time.Time) *lane {
 // work runs lanes until the loop stops.
 func (r *run) work() {
 	// A lane's acks are still being written when its handling ends: the
-	// worker takes its next lane meanwhile, and waits for them only once
-	// the next lane has been handled (or when it returns), so it never has
-	// more than one lane's acks in flight.
+	// worker sends the last of them, frees its handler slot (a fetcher may
+	// pop for it), and only then waits for the acks of the lane it handled
+	// before, if any (or, when it returns, for the last lane's), so its
+	// unwritten acks are those of at most two lanes: the one it handles and
+	// the one before. The lane's acks join the writer's queue while the
+	// commit of the lane before is written, and share the next commit with
+	// the other workers' acks.
 	var prev *lane
 	defer func() {
 		if prev != nil {
@@ -100,16 +104,16 @@ func (r *run) work() {
 		} else {
 			r.runBatch(ln)
 		}
-		if prev != nil {
-			r.retire(prev)
-		}
-		prev = ln
 		r.endLane(ln)
 		r.mu.Lock()
 		r.running--
 		r.lastActive = time.Now()
 		r.canPop.Broadcast()
 		r.mu.Unlock()
+		if prev != nil {
+			r.retire(prev)
+		}
+		prev = ln
 	}
 }
 

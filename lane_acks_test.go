@@ -289,6 +289,63 @@ func TestConsume_BatchHandlerGoesOnWhileItsAckIsWritten(t *testing.T) {
 	})
 }
 
+// popsSeen closes third once the Observer has seen three pops that
+// brought messages, and passes the ack events on to acks.
+type popsSeen struct {
+	acks  *ackCalls
+	n     atomic.Int64
+	third chan struct{}
+}
+
+func (p *popsSeen) Observe(e queen.Event) {
+	if e.Kind == queen.EventPop && e.Count > 0 && p.n.Add(1) == 3 {
+		close(p.third)
+	}
+	p.acks.Observe(e)
+}
+
+func TestConsume_NextPopDoesNotWaitForTheLaneBeforeAcks(t *testing.T) {
+	t.Parallel()
+	for _, disk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "memory", true: "disk"}[disk], func(t *testing.T) {
+			t.Parallel()
+			// The first lane's ack is held until the loop has popped the
+			// third lane: once it has handled the second lane, the one
+			// worker frees its slot for the next pop before it waits for
+			// the first lane's ack, so that pop overlaps the wait.
+			calls := &ackCalls{}
+			seen := &popsSeen{acks: calls, third: make(chan struct{})}
+			var f faults
+			calls.gate = func() { f.check(await(seen.third), "the third pop waited for the first lane's ack") }
+			opts := &queen.Options{Observer: seen}
+			var b *queen.Broker
+			if disk {
+				opts.Durability = queen.SyncNever
+				b = itest.OpenDir(t, t.TempDir(), opts)
+			} else {
+				b = queentest.NewBroker(t, opts)
+			}
+			for _, p := range []string{"a", "b", "c"} {
+				pushTo(t, b, "overlap", p, numbered(1)...)
+			}
+			col := newCollector()
+			err := b.Queue("overlap").Group("g").SubscriptionMode(queen.SubscriptionModeAll).Batch(1).Concurrency(1).Each().Limit(3).
+				Consume(context.Background(), func(ctx context.Context, msg *queen.Message) error { return nil }).
+				OnSettled(col.add).Execute(context.Background())
+			require.NoError(t, err)
+			f.none(t)
+			require.Len(t, col.list(), 3)
+			for _, s := range col.list() {
+				require.Equal(t, queen.OutcomeAccepted, s.Outcome)
+				require.NoError(t, s.AckErr)
+			}
+			for _, p := range []string{"a", "b", "c"} {
+				require.EqualValues(t, 1, cursorOf(t, b, "overlap", p, "g").Offset)
+			}
+		})
+	}
+}
+
 // An ack accepted while the lane's previous AckBatch is being written goes
 // out in the very next AckBatch, not when the lane ends: the handler of
 // the message after it waits for that ack.
