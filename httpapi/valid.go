@@ -48,17 +48,9 @@ func validValue(data []byte, i int, depth *int) (int, bool) {
 			if i, ok = validValue(data, skipWS(data, i+1), depth); !ok {
 				return i, false
 			}
-			if i = skipWS(data, i); i >= len(data) {
-				return i, false
-			}
-			switch data[i] {
-			case ',':
-				i = skipWS(data, i+1)
-			case '}':
-				*depth--
-				return i + 1, true
-			default:
-				return i, false
+			var more bool
+			if i, more, ok = validNext(data, i, '}', depth); !more {
+				return i, ok
 			}
 		}
 	case c == '[':
@@ -71,21 +63,12 @@ func validValue(data []byte, i int, depth *int) (int, bool) {
 			return i + 1, true
 		}
 		for {
-			var ok bool
+			var ok, more bool
 			if i, ok = validValue(data, i, depth); !ok {
 				return i, false
 			}
-			if i = skipWS(data, i); i >= len(data) {
-				return i, false
-			}
-			switch data[i] {
-			case ',':
-				i = skipWS(data, i+1)
-			case ']':
-				*depth--
-				return i + 1, true
-			default:
-				return i, false
+			if i, more, ok = validNext(data, i, ']', depth); !more {
+				return i, ok
 			}
 		}
 	case c == '-' || '0' <= c && c <= '9':
@@ -191,4 +174,21 @@ func digits(data []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// validNext reads what follows a member of an object or an element of an
+// array, from i: a comma, after which more follows (more), or the closing
+// byte, which ends the container (ok); anything else is invalid.
+func validNext(data []byte, i int, closing byte, depth *int) (next int, more, ok bool) {
+	if i = skipWS(data, i); i >= len(data) {
+		return i, false, false
+	}
+	switch data[i] {
+	case ',':
+		return skipWS(data, i+1), true, true
+	case closing:
+		*depth--
+		return i + 1, false, true
+	}
+	return i, false, false
 }
