@@ -211,6 +211,15 @@ func TestPartition_FetchByOffset(t *testing.T) {
 	})
 }
 
+// pushTwoApart pushes "a" and, 5 s later on clock, "b" to partition p of
+// queue q, and returns b's push time and result.
+func pushTwoApart(t *testing.T, b *queen.Broker, clock *queentest.Clock) (time.Time, queen.PushResult) {
+	t.Helper()
+	pushOne(t, b, "q", "p", "a", `1`)
+	clock.Advance(5 * time.Second)
+	return clock.Now(), pushOne(t, b, "q", "p", "b", `2`)
+}
+
 // TestPartition_LastPushAtSurvivesDeletingTheNewestMessage: a partition's
 // LastPushAt (which its WindowBuffer counts from) is the time of its newest
 // push, also after that message is deleted, and a restart does not change
@@ -221,10 +230,7 @@ func TestPartition_LastPushAtSurvivesDeletingTheNewestMessage(t *testing.T) {
 	dir := t.TempDir()
 	opts := &queen.Options{Clock: clock}
 	b := itest.OpenDir(t, dir, opts)
-	pushOne(t, b, "q", "p", "a", `1`)
-	clock.Advance(5 * time.Second)
-	last := clock.Now()
-	r := pushOne(t, b, "q", "p", "b", `2`)
+	last, r := pushTwoApart(t, b, clock)
 	clock.Advance(5 * time.Second)
 	require.NoError(t, b.DeleteMessage(bg, r.PartitionID, "b"))
 	lastPush := func() time.Time {
@@ -249,10 +255,7 @@ func TestPartition_LastPushAtSurvivesRestartThenDeletingTheNewestMessage(t *test
 	dir := t.TempDir()
 	opts := &queen.Options{Clock: clock}
 	b := itest.OpenDir(t, dir, opts)
-	pushOne(t, b, "q", "p", "a", `1`)
-	clock.Advance(5 * time.Second)
-	last := clock.Now()
-	r := pushOne(t, b, "q", "p", "b", `2`)
+	last, r := pushTwoApart(t, b, clock)
 	require.NoError(t, b.Close())
 	clock.Advance(5 * time.Second)
 	b = itest.OpenDir(t, dir, opts)
