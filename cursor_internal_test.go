@@ -239,12 +239,11 @@ func TestCursor_NewGroupJoinsWithoutCursorsAndKeepsItsStartAcrossRestart(t *test
 	require.Zero(t, gs[0].Lag)
 }
 
-// A write rolled back after arrivalCursors added the cursor of a group in
-// mode "new" (a batch refused for its size, or for a transaction's push,
-// is written again request by request) must not leave the cursor marked
-// stored: the write that replaces it stores it, so a restart finds the
-// group where it started. It used to skip it (found by the concurrent
-// model test: a cursor further on after a restart than before).
+// A write rolled back after preparePush added the arrival cursor of a
+// group in mode "new" (a batch refused for its size, or for a
+// transaction's push, is written again request by request) still stores
+// that cursor: the write that replaces it holds the same records, so a
+// restart finds the group where it started.
 func TestCursor_RolledBackWriteStoresArrivalCursorsAgain(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
