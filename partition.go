@@ -244,12 +244,6 @@ func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 		}
 	}
 	results := make([]PushResult, len(items))
-	// Items to queues with a MaxSize need room unless they are duplicates;
-	// those stored already are found here, outside the lock.
-	dups, err := b.existingTxIDs(items)
-	if err != nil {
-		return nil, err
-	}
 	var reqs []*pushReq
 	// A huge request is split across storage transactions, so that it
 	// does not fail (see storeLimits).
@@ -265,6 +259,23 @@ func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 	if err := b.lockUsable(); err != nil {
 		return nil, err
 	}
+	var dups []bool
+	for i := range items {
+		if b.roomChecked(&items[i]) == nil {
+			continue
+		}
+		// Items to queues with a MaxSize need room unless they are
+		// duplicates; those stored already are found outside the lock.
+		b.mu.Unlock()
+		var err error
+		if dups, err = b.existingTxIDs(items); err != nil {
+			return nil, err
+		}
+		if err := b.lockUsable(); err != nil {
+			return nil, err
+		}
+		break
+	}
 	lo := 0
 	for _, r := range reqs {
 		if dups != nil {
@@ -276,6 +287,7 @@ func (b *Broker) Push(ctx context.Context, items []PushItem) ([]PushResult, erro
 		b.w.submitPush(r)
 	}
 	b.mu.Unlock()
+	var err error
 	for _, r := range reqs {
 		if err = waitCtx(ctx, r.done); err != nil {
 			break

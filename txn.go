@@ -183,6 +183,19 @@ func (b *Broker) ExecTransaction(ctx context.Context, ops []TxOp) (*TxResult, er
 	return res, nil
 }
 
+// roomChecked returns the queue of it if it goes to a queue with a MaxSize
+// under a transactionId of the caller's: the item needs room unless it is
+// a duplicate, which existingTxIDs looks for. Under b.mu.
+func (b *Broker) roomChecked(it *PushItem) *queue {
+	if it.generatedID {
+		return nil
+	}
+	if q := b.queues[it.Queue]; q != nil && q.cfg.MaxSize > 0 {
+		return q
+	}
+	return nil
+}
+
 // existingTxIDs reports which items to queues with a MaxSize name a
 // transactionId already stored in their partition, or repeat an earlier
 // item of the same call: duplicates, which take no room. Nil when no item
@@ -198,11 +211,8 @@ func (b *Broker) existingTxIDs(items []PushItem) ([]bool, error) {
 	b.mu.Lock()
 	for i := range items {
 		it := &items[i]
-		if it.generatedID {
-			continue
-		}
-		q := b.queues[it.Queue]
-		if q == nil || q.cfg.MaxSize == 0 {
+		q := b.roomChecked(it)
+		if q == nil {
 			continue
 		}
 		if dups == nil {
