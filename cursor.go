@@ -3,6 +3,7 @@ package queen
 import (
 	"encoding/json"
 
+	"github.com/queenlite/queen/internal/keys"
 	"github.com/queenlite/queen/internal/record"
 )
 
@@ -75,6 +76,11 @@ type cursor struct {
 	ready      bool
 	held       bool // notBefore is a message's DelayedProcessing visibility, not a retry delay
 	stored     bool // saved at least once (see arrivalCursors)
+	// arriving: the push, not yet published, whose arrival made c at its
+	// group's start is the only one that lists c as waiting for it; until
+	// it is written, where that start falls is not known, and c serves
+	// nothing (see arrivalCursors).
+	arriving bool
 }
 
 // inflight is the batch a cursor has handed out and not yet settled.
@@ -98,7 +104,7 @@ func (c *cursor) durable() record.Cursor {
 // save marks c stored (see arrivalCursors) and returns the write that
 // stores it as it is now. Under b.mu, submitted in the same hold of it.
 func (c *cursor) save() putCursor {
-	c.stored = true
+	c.stored, c.arriving = true, false // a position set since the arrival stands
 	return cursorWrite(c)
 }
 
@@ -249,6 +255,9 @@ func (b *Broker) check(c *cursor, now int64) {
 // stored cursor catches up at its next save), so a claim starts on a
 // stored message.
 func (b *Broker) servable(c *cursor, now int64) bool {
+	if c.arriving {
+		return false
+	}
 	p := c.p
 	if c.offset < p.first {
 		c.offset = p.first
@@ -295,10 +304,19 @@ func (p *partition) cursorList() []*cursor {
 // pushed there since, or the push would have made a cursor), else the
 // first message. place makes a cursor wherever a group starts elsewhere.
 func (g *group) startIn(p *partition) int64 {
-	if g.mode == SubscriptionModeNew && p.pid < g.mark {
+	if g.standsAtEnd(p) {
 		return p.next
 	}
 	return p.first
+}
+
+// standsAtEnd reports whether g, while it has no cursor in p, stands at
+// p's end: it joined in mode "new" after p was made. Nothing in p is for
+// g until a push submitted after the join gives it a cursor there (see
+// arrivalCursors); pushes submitted before the join, even those the
+// writer has not published yet, are not.
+func (g *group) standsAtEnd(p *partition) bool {
+	return g.mode == SubscriptionModeNew && p.pid < g.mark
 }
 
 // offsetIn is g's cursor offset in p, or where it stands without one.
@@ -406,39 +424,92 @@ func (b *Broker) discover(g *group, want int, now int64) {
 	}
 }
 
-// arrivalCursors returns, for the transaction that pushes p's next
-// messages, the writes that store the cursor of every group in mode "new"
-// that stands at the end of p, where it stood when it joined (see
-// startIn), with a cursor made for it if it has none: once the messages
-// are in, the end has moved, and only a stored cursor tells a restart
-// where the group started. Under b.mu, as the push is prepared (see
+// arrivalCursors returns, for the push r of p's next messages, the
+// writes that store the cursor of every group in mode "new" that joined
+// after p was made and has not stored one there: once the messages are
+// in, the end has moved, and only a stored cursor tells a restart where
+// the group started. Under b.mu, as the push is prepared (see
 // preparePush): a push prepared before a group joined counts as before
-// the join. The cursors written are noted in r (see pushReq.arrived).
+// the join. The cursors are noted in r (see pushReq.arrivals).
+//
+// A group with no cursor stands at p's end (see standsAtEnd), past the
+// pushes submitted before it joined, which the writer may not have
+// published yet: its start is where r's messages land, known once r is
+// written. Its cursor is made now, serving nothing until then, and the
+// writer stores it at that start (see writer.applyPush and
+// Broker.arrived).
 func (b *Broker) arrivalCursors(p *partition, r *pushReq) []command {
 	var ops []command
 	for _, g := range p.q.slots {
-		if g == nil || g.mode != SubscriptionModeNew || p.pid >= g.mark {
+		if g == nil || !g.standsAtEnd(p) {
 			continue
 		}
-		c := p.cursorOf(g)
-		if c == nil {
+		switch c := p.cursorOf(g); {
+		case c == nil:
 			c = b.install(g, p, p.next)
-		} else if c.stored {
-			continue
+			c.stored, c.arriving = true, true
+			r.arrivals = append(r.arrivals, arrival{c: c, p: p, key: keys.CursorKey(p.pid, g.name)})
+		case !c.stored:
+			ops = append(ops, c.save())
+			r.arrivals = append(r.arrivals, arrival{c: c})
 		}
-		ops = append(ops, c.save())
-		r.arrived = append(r.arrived, c)
 	}
 	return ops
+}
+
+// arrival is a cursor a push stores (see arrivalCursors): with a key, one
+// the writer stores at start, the end of p before the push's messages;
+// without, one whose write is in the push's records.
+type arrival struct {
+	c     *cursor
+	p     *partition
+	key   []byte
+	start int64 // set by the writer
+}
+
+// arrived settles the cursors pr stored as it is published: one that
+// waited for pr's write stands at its start, where the writer stored it,
+// or, if pr was not written, at p's end, which every earlier push has
+// reached by now; the cursors of a push not written are left to a later
+// write to store. Under b.mu.
+func (b *Broker) arrived(pr *pushReq, committed bool) {
+	now := b.now()
+	for _, a := range pr.arrivals {
+		c := a.c
+		if !committed {
+			c.stored = false
+		}
+		if a.key == nil || !c.arriving {
+			continue // stored by its own write, or placed since
+		}
+		c.arriving = false
+		c.offset = c.p.next
+		if committed {
+			c.offset = a.start
+		}
+		if c.p.cursorOf(c.g) == c {
+			b.repend(c.p)
+			b.check(c, now)
+		}
+	}
+	pr.arrivals = nil
 }
 
 // messagesArrived tells every group of p's queue that p has new messages.
 func (b *Broker) messagesArrived(p *partition) {
 	now := b.now()
 	for _, g := range p.q.slots {
-		if g != nil {
-			b.check(b.cursorFor(g, p), now)
+		if g == nil {
+			continue
 		}
+		c := p.cursorOf(g)
+		if c == nil {
+			if g.standsAtEnd(p) {
+				continue // the messages came from pushes before g joined
+			}
+			c = b.cursorFor(g, p)
+		}
+		b.check(c, now)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"github.com/queenlite/queen"
 	itest "github.com/queenlite/queen/internal/queentest"
 	"github.com/queenlite/queen/queentest"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -563,4 +564,111 @@ func TestCursor_SetGroupSubscriptionCountsInPending(t *testing.T) {
 	res, err := b.Push(bg, []queen.PushItem{{Queue: "sp", Partition: "a"}})
 	require.NoError(t, err)
 	require.ErrorIs(t, res[0].Err, queen.ErrQueueFull)
+}
+
+// A group that joins in mode "new" while pushes to a partition wait for
+// the writer starts after their messages: a push submitted before the
+// join counts as before it, however the writer's commits fall (the first
+// push alone, the rest in one commit after it), whether the group first
+// pops the queue or names the partition, and a push submitted after the
+// join is the first message the group reads there. Live and after a
+// restart alike.
+func TestCursor_NewGroupStartsAfterPushesSubmittedBeforeItJoined(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		partition string // the joining pop's
+		after     bool   // a push submitted after the join
+	}{
+		{"queue", "", false},
+		{"partition", "p", false},
+		{"queue, then a push", "", true},
+		{"partition, then a push", "p", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			b := itest.OpenDir(t, dir, nil)
+			pushOne(t, b, "q", "p", "old", `0`)
+			steps := []func(){
+				func() { pushOne(t, b, "q", "p", "y", `2`) },
+				func() {
+					res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Partition: tc.partition, Group: "g", SubscriptionMode: queen.SubscriptionModeNew})
+					assert.NoError(t, err)
+					assert.Empty(t, res.Messages)
+				},
+			}
+			want := []string{}
+			if tc.after {
+				steps = append(steps, func() { pushOne(t, b, "q", "p", "z", `3`) })
+				want = []string{"z"}
+			}
+			behindCommit(t, b, func() { pushOne(t, b, "q", "p", "x", `1`) }, steps...)
+
+			read := func(what string) {
+				res := pop(t, b, queen.PopRequest{Queue: "q", Partition: "p", Group: "g", Batch: 10})
+				require.Equal(t, want, txids(res.Messages), what)
+			}
+			read("live")
+			require.NoError(t, b.Close())
+			b = itest.OpenDir(t, dir, nil)
+			read("reopened")
+		})
+	}
+}
+
+// While the first push after a group's join (mode "new") waits for the
+// writer, the group reads nothing of a partition whose pushes from before
+// the join are published meanwhile, and maintenance dead-letters none of
+// them for it: where it starts is known once that push is written, and it
+// is after them.
+func TestCursor_NewGroupWaitsForThePushThatPlacesIt(t *testing.T) {
+	t.Parallel()
+	clock := queentest.NewClock(time.Unix(1_000_000, 0))
+	b := queentest.NewBroker(t, &queen.Options{Clock: clock})
+	cfg := queen.DefaultQueueConfig()
+	cfg.MaxWaitTime = time.Minute
+	_, err := b.ConfigureQueue(bg, "q", cfg)
+	require.NoError(t, err)
+	pushOne(t, b, "q", "p", "old", `0`)
+
+	held, queued, release := queen.HoldCommitsForTest(b)
+	defer release()
+	xDone := make(chan struct{})
+	go func() { defer close(xDone); pushOne(t, b, "q", "p", "x", `1`) }()
+	<-held // x's commit waits, alone
+	joined := make(chan struct{})
+	go func() {
+		defer close(joined)
+		res, err := b.Pop(bg, queen.PopRequest{Queue: "q", Group: "g", SubscriptionMode: queen.SubscriptionModeNew})
+		assert.NoError(t, err)
+		assert.Empty(t, res.Messages)
+	}()
+	require.Eventually(t, func() bool { return queued() == 1 }, 10*time.Second, time.Millisecond)
+	zDone := make(chan struct{})
+	go func() { defer close(zDone); pushOne(t, b, "q", "p", "z", `2`) }()
+	require.Eventually(t, func() bool { return queued() == 2 }, 10*time.Second, time.Millisecond)
+
+	held2, _, release2 := queen.HoldCommitsForTest(b) // the join's and z's commit waits
+	defer release2()
+	release()
+	<-xDone // x is published
+	<-held2
+	res := pop(t, b, queen.PopRequest{Queue: "q", Partition: "p", Group: "g", Batch: 10})
+	require.Empty(t, res.Messages, "x came before g joined; z is not written yet")
+	clock.Advance(2 * time.Minute) // x waited past MaxWaitTime
+	maintained := make(chan error, 1)
+	go func() { maintained <- b.Maintain(bg) }()
+	require.Eventually(t, func() bool { return queued() > 0 || len(maintained) > 0 }, 10*time.Second, time.Millisecond,
+		"maintenance looked at p: done, or waiting for the writer")
+
+	release2()
+	<-joined
+	<-zDone
+	require.NoError(t, <-maintained)
+	letters, err := b.DeadLetters(bg, queen.LetterFilter{Queue: "q", ConsumerGroup: "g"})
+	require.NoError(t, err)
+	require.Empty(t, letters.Letters, "nothing before g's start is g's to dead-letter")
+	res = pop(t, b, queen.PopRequest{Queue: "q", Partition: "p", Group: "g", Batch: 10})
+	require.Equal(t, []string{"z"}, txids(res.Messages))
 }

@@ -87,11 +87,18 @@ func storedCounts(t *testing.T, b *queen.Broker) map[string]int64 {
 // order, before any of their writes is applied.
 func inWriterOrder(t *testing.T, b *queen.Broker, steps ...func()) {
 	t.Helper()
+	behindCommit(t, b, func() { pushOne(t, b, "other", "", "blocker", `0`) }, steps...)
+}
+
+// behindCommit is inWriterOrder behind the commit of first's write: the
+// writer holds that write alone, and commits it before the steps'.
+func behindCommit(t *testing.T, b *queen.Broker, first func(), steps ...func()) {
+	t.Helper()
 	held, queued, release := queen.HoldCommitsForTest(b)
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); pushOne(t, b, "other", "", "blocker", `0`) }()
-	<-held // the writer waits in front of the blocker's commit
+	go func() { defer wg.Done(); first() }()
+	<-held // the writer waits in front of first's commit
 	for i, step := range steps {
 		wg.Add(1)
 		go func() { defer wg.Done(); step() }()

@@ -616,7 +616,10 @@ func (b *Broker) claim(g *group, p *partition, req *PopRequest, now int64) ([]cl
 		claims = append(claims, cl)
 		budget -= n
 	}
-	if p != nil {
+	switch {
+	case p != nil && p.cursorOf(g) == nil && g.standsAtEnd(p):
+		// Nothing in p is for g yet (see arrivalCursors).
+	case p != nil:
 		c := b.cursorFor(g, p)
 		if c.fl != nil && c.fl.lease != nil && c.fl.lease.expires <= now {
 			b.expireLease(c.fl.lease, now)
@@ -631,7 +634,7 @@ func (b *Broker) claim(g *group, p *partition, req *PopRequest, now int64) ([]cl
 			// waiting on p (check skips a cursor already marked ready).
 			g.removeReady(c)
 		}
-	} else {
+	default:
 		for budget > 0 && len(claims) < parts {
 			c := g.ready.head
 			if c == nil {

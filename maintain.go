@@ -214,8 +214,8 @@ func (b *Broker) evict(ctx context.Context, p *partition, cutoff int64) error {
 			continue
 		}
 		c := startCursor(g, p)
-		if c.fl != nil {
-			continue
+		if c.fl != nil || c.arriving {
+			continue // leased batches wait for their lease; see arrivalCursors
 		}
 		if c.offset < p.first {
 			c.offset = p.first

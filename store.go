@@ -51,10 +51,10 @@ type pushReq struct {
 	// records are the writes that go before the messages: the records
 	// of queues and partitions not stored yet, and arrival cursors.
 	records []command
-	// arrived are the cursors whose writes arrivalCursors added to
-	// records (marking them stored); a push that fails marks them
-	// unstored again, so a later write stores them.
-	arrived []*cursor
+	// arrivals are the cursors the push stores (see arrivalCursors),
+	// marked stored; a push that fails marks them unstored again, so a
+	// later write stores them.
+	arrivals []arrival
 
 	// sizes are the bytes of the message records the write holds, a run
 	// of items to one queue per entry (a push is mostly to one queue), for
@@ -679,12 +679,8 @@ func (b *Broker) publish(pub publication) {
 				s.q.sizeSum += s.bytes
 				s.q.sizeN += s.n
 			}
-		} else {
-			for _, c := range pr.arrived {
-				c.stored = false
-			}
 		}
-		pr.arrived = nil
+		b.arrived(pr, pub.committed)
 	}
 	for p, end := range pub.ends {
 		p.persisted = true
@@ -731,6 +727,23 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, ends map[*part
 	// is committed (Close stops the writer only after such calls return).
 	if err := applyAll(txn, r.records); err != nil {
 		return err
+	}
+	for i := range r.arrivals {
+		a := &r.arrivals[i]
+		if a.key == nil {
+			continue // its write is in records
+		}
+		// The group stands at the end of a.p, past every push submitted
+		// before it joined; this push is the first after, so that end is
+		// where its messages start.
+		start, ok := ends[a.p]
+		if !ok {
+			start = w.tail(a.p)
+		}
+		a.start = start
+		if err := txn.Set(a.key, record.AppendCursor(nil, record.Cursor{Offset: start})); err != nil {
+			return err
+		}
 	}
 	var val []byte
 	var idOf *partition // partition whose public id is in pidStr
