@@ -448,7 +448,7 @@ func (b *Broker) arrivalCursors(p *partition, r *pushReq) []command {
 		case c == nil:
 			c = b.install(g, p, p.next)
 			c.stored, c.arriving = true, true
-			r.arrivals = append(r.arrivals, arrival{c: c, p: p, key: keys.CursorKey(p.pid, g.name)})
+			r.arrivals = append(r.arrivals, arrival{c: c, key: keys.CursorKey(p.pid, g.name)})
 		case !c.stored:
 			ops = append(ops, c.save())
 			r.arrivals = append(r.arrivals, arrival{c: c})
@@ -458,11 +458,10 @@ func (b *Broker) arrivalCursors(p *partition, r *pushReq) []command {
 }
 
 // arrival is a cursor a push stores (see arrivalCursors): with a key, one
-// the writer stores at start, the end of p before the push's messages;
-// without, one whose write is in the push's records.
+// the writer stores at start, the end of its partition before the push's
+// messages; without, one whose write is in the push's records.
 type arrival struct {
-	c     *cursor
-	p     *partition
+	c     *cursor // c.p is fixed when c is made, so the writer may read it
 	key   []byte
 	start int64 // set by the writer
 }

@@ -736,9 +736,10 @@ func (w *writer) applyPush(txn *badger.Txn, r *pushReq, ts int64, ends map[*part
 		// The group stands at the end of a.p, past every push submitted
 		// before it joined; this push is the first after, so that end is
 		// where its messages start.
-		start, ok := ends[a.p]
+		p := a.c.p
+		start, ok := ends[p]
 		if !ok {
-			start = w.tail(a.p)
+			start = w.tail(p)
 		}
 		a.start = start
 		if err := txn.Set(a.key, record.AppendCursor(nil, record.Cursor{Offset: start})); err != nil {
