@@ -21,13 +21,13 @@ func (r *run) handle(ln *lane, msgs, rest []*Message) (back bool) {
 	if len(ok) == 0 {
 		return false
 	}
-	start := time.Now()
-	err := r.call(ok)
-	d := time.Since(start)
+	d, err := r.call(ok)
 	r.mu.Lock()
 	abandoned := r.abandoned
 	r.mu.Unlock()
 	if abandoned {
+		// A drain gave up on the loop while the handler ran (see
+		// DrainError): no callback runs and nothing is settled.
 		r.reportOutcome(ok, decision{outcome: OutcomeDiscarded}, err, true, nil, nil, d)
 		return false
 	}
@@ -51,8 +51,10 @@ func (r *run) handle(ln *lane, msgs, rest []*Message) (back bool) {
 	return r.ackHandled(hs, rest)
 }
 
-// call runs the handler, turning a panic into a *PanicError.
-func (r *run) call(msgs []*Message) (err error) {
+// call runs the handler, turning a panic into a *PanicError, and reports
+// how long it ran.
+func (r *run) call(msgs []*Message) (d time.Duration, err error) {
+	start := time.Now()
 	r.inflight.Add(1)
 	r.h.observe(Event{Kind: EventInFlight, Queue: r.req.Queue, Group: r.group, Count: 1})
 	defer func() {
@@ -61,11 +63,12 @@ func (r *run) call(msgs []*Message) (err error) {
 		}
 		r.inflight.Add(-1)
 		r.h.observe(Event{Kind: EventInFlight, Queue: r.req.Queue, Group: r.group, Count: -1})
+		d = time.Since(start)
 	}()
 	if r.each != nil {
-		return r.each(r.hctx, msgs[0])
+		return 0, r.each(r.hctx, msgs[0])
 	}
-	return r.batch(r.hctx, msgs)
+	return 0, r.batch(r.hctx, msgs)
 }
 
 // callback runs an OnSuccess or OnError callback, recovering a panic.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,8 +55,11 @@ func TestDrain_ListsExactlyWhatComesBack(t *testing.T) {
 		back := comeBack(t, b, clock.Advance, "dq")
 		require.Equal(t, []int64{1, 2, 3}, offsets(back), "message 0's ack landed; 1's was never sent")
 		require.Equal(t, sortedTxids(back), sortedTxids(de.Unsettled), "DrainError.Unsettled is exactly what came back")
+		// Message 1 is reported once its lane ends, after the drain gave
+		// up and message 2's handler returned: wait for the reports.
 		byOffset := map[int64]queen.Settlement{}
-		for _, s := range col.list() {
+		for byOffset[0].Message == nil || byOffset[1].Message == nil {
+			s := recv(t, col.ch)
 			byOffset[s.Message.Offset] = s
 		}
 		require.Equal(t, queen.OutcomeAccepted, byOffset[0].Outcome)
@@ -99,6 +103,55 @@ func TestDrain_ListsExactlyWhatComesBack(t *testing.T) {
 		}
 		require.Equal(t, sortedTxids(back), sortedTxids(de.Unsettled), "DrainError.Unsettled is exactly what came back")
 	})
+}
+
+// A handler that settles its own messages (OnSuccess, or a batch handler
+// with OnSuccess) and returns after a drain gave up on the loop runs no
+// callback: its messages are reported discarded, stay leased, and come
+// back once the lease runs out.
+func TestDrain_GivenUpLoopRunsNoLateCallback(t *testing.T) {
+	t.Parallel()
+	for _, batch := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batch=%v", batch), func(t *testing.T) {
+			t.Parallel()
+			b, clock := clocked(t, nil)
+			pushTo(t, b, "q", "Default", numbered(1)...)
+			started, release := make(chan struct{}), make(chan struct{})
+			wait := func() { close(started); <-release }
+			var succeeded atomic.Int32
+			col := newCollector()
+			qb := b.Queue("q").Autopilot(false).Batch(1).DrainTimeout(time.Millisecond)
+			var c *queen.Consumer
+			if batch {
+				c = qb.ConsumeBatch(context.Background(), func(context.Context, []*queen.Message) error { wait(); return nil })
+			} else {
+				c = qb.Each().Consume(context.Background(), func(context.Context, *queen.Message) error { wait(); return nil })
+			}
+			c = c.OnSuccess(func(ctx context.Context, msg *queen.Message) error {
+				succeeded.Add(1)
+				_, err := b.Ack(ctx, msg, true, queen.AckOptions{})
+				return err
+			}).OnSettled(col.add)
+			require.NoError(t, c.Start(context.Background()))
+			recv(t, started)
+
+			err := c.Stop(context.Background())
+			require.ErrorIs(t, err, queen.ErrDrainTimeout)
+			close(release) // the handler returns nil after the drain gave up
+			s := recv(t, col.ch)
+			require.Equal(t, queen.OutcomeDiscarded, s.Outcome)
+			require.True(t, s.Handled)
+			recv(t, c.Done())
+			require.Zero(t, succeeded.Load(), "OnSuccess ran after the drain gave up")
+			require.Zero(t, b.Counters().Acked[queen.AckCompleted])
+			require.NotEmpty(t, cursorOf(t, b, "q", "Default", "").LeaseID, "left to its lease")
+
+			clock.Advance(61 * time.Second)
+			msgs, err := b.Queue("q").Wait(false).Pop(context.Background())
+			require.NoError(t, err)
+			require.Len(t, msgs, 1, "delivered again once the lease ran out")
+		})
+	}
 }
 
 // eventKey names a count kept by an eventLog.

@@ -226,17 +226,9 @@ func (r *run) handleInLane(ln *lane, msg *Message, rest []*Message) (back bool) 
 		r.ackHandled(append(ln.acks.take(), handled{m: msg, err: Park(&DecodeError{Type: "map[string]any", Err: err})}), nil)
 		return false
 	}
-	start := time.Now()
-	cur := []*Message{msg}
-	err := r.call(cur)
-	d := time.Since(start)
-	r.mu.Lock()
-	abandoned := r.abandoned
-	r.mu.Unlock()
-	if abandoned {
-		r.reportOutcome(cur, decision{outcome: OutcomeDiscarded}, err, true, nil, nil, d)
-		return false
-	}
+	// Once a drain gives up on the loop (see DrainError), what follows
+	// reaches no backend: writeAcks reports these messages discarded.
+	d, err := r.call([]*Message{msg})
 	if err == nil {
 		ln.acks.accept(handled{m: msg, ran: true, d: d})
 		return false
