@@ -74,38 +74,6 @@ func (a *Admin) ListConsumerGroups(ctx context.Context, group string) ([]GroupSt
 	return a.c.ListGroups(ctx, GroupFilter{Group: group})
 }
 
-// ListDLQ lists dead letters; see [Broker.DeadLetters].
-func (a *Admin) ListDLQ(ctx context.Context, f LetterFilter) (*LetterPage, error) {
-	return a.c.DeadLetters(ctx, f)
-}
-
-// ReplayDLQ pushes a copy of a dead letter back; see
-// [Broker.ReplayDeadLetter].
-func (a *Admin) ReplayDLQ(ctx context.Context, id string) (*ReplayResult, error) {
-	return a.c.ReplayDeadLetter(ctx, id)
-}
-
-// DeleteDLQ removes a dead letter; see [Broker.DeleteDeadLetter].
-func (a *Admin) DeleteDLQ(ctx context.Context, id string) error {
-	return a.c.DeleteDeadLetter(ctx, id)
-}
-
-// ListParked lists parked messages; see [Broker.ParkedMessages].
-func (a *Admin) ListParked(ctx context.Context, f LetterFilter) (*LetterPage, error) {
-	return a.c.ParkedMessages(ctx, f)
-}
-
-// ReplayParked pushes a copy of a parked message back; see
-// [Broker.ReplayParked].
-func (a *Admin) ReplayParked(ctx context.Context, id string) (*ReplayResult, error) {
-	return a.c.ReplayParked(ctx, id)
-}
-
-// DeleteParked removes a parked message; see [Broker.DeleteParked].
-func (a *Admin) DeleteParked(ctx context.Context, id string) error {
-	return a.c.DeleteParked(ctx, id)
-}
-
 // ConfigureQueue creates or reconfigures a queue; see
 // [Broker.ConfigureQueue].
 func (a *Admin) ConfigureQueue(ctx context.Context, name string, cfg QueueConfig) (*QueueInfo, error) {

@@ -91,8 +91,8 @@ func Example_outcomes() {
 		log.Fatal(err)
 	}
 
-	dead, _ := b.Admin().ListDLQ(ctx, queen.LetterFilter{Queue: "orders"})
-	parked, _ := b.Admin().ListParked(ctx, queen.LetterFilter{Queue: "orders"})
+	dead, _ := b.DeadLetters(ctx, queen.LetterFilter{Queue: "orders"})
+	parked, _ := b.ParkedMessages(ctx, queen.LetterFilter{Queue: "orders"})
 	fmt.Println("dead letter:", dead.Letters[0].Error)
 	fmt.Println("parked:", parked.Letters[0].Error)
 	// Output:
@@ -138,7 +138,7 @@ func ExampleTyped() {
 		log.Fatal(err)
 	}
 
-	parked, _ := b.Admin().ListParked(ctx, queen.LetterFilter{Queue: "orders"})
+	parked, _ := b.ParkedMessages(ctx, queen.LetterFilter{Queue: "orders"})
 	fmt.Println("parked:", string(parked.Letters[0].Payload))
 	// Output:
 	// order 1: 30.00
@@ -172,7 +172,7 @@ func ExampleQueueBuilder_RetryPolicy() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	dead, _ := b.Admin().ListDLQ(ctx, queen.LetterFilter{Queue: "payments"})
+	dead, _ := b.DeadLetters(ctx, queen.LetterFilter{Queue: "payments"})
 	fmt.Println("dead letter:", dead.Letters[0].Error)
 	// Output:
 	// retried 10ms

@@ -1840,14 +1840,8 @@ func (m *seqModel) opDeleteLetter(r *rand.Rand) {
 	}
 	id, l := m.someLetter(r, kind)
 	call := "DeleteDeadLetter"
-	admin := r.IntN(3) == 0
-	switch {
-	case kind == "pk" && admin:
-		call = "Admin().DeleteParked"
-	case kind == "pk":
+	if kind == "pk" {
 		call = "DeleteParked"
-	case admin:
-		call = "Admin().DeleteDLQ"
 	}
 	var want error
 	if l == nil || l.gone {
@@ -1856,15 +1850,10 @@ func (m *seqModel) opDeleteLetter(r *rand.Rand) {
 	m.emit("err = b.%s(ctx, %s)", call, m.letterExpr(id, l))
 	m.emitErr(want)
 	var err error
-	switch call {
-	case "DeleteDeadLetter":
-		err = m.b.DeleteDeadLetter(mctx, id)
-	case "Admin().DeleteDLQ":
-		err = m.b.Admin().DeleteDLQ(mctx, id)
-	case "DeleteParked":
+	if kind == "pk" {
 		err = m.b.DeleteParked(mctx, id)
-	default:
-		err = m.b.Admin().DeleteParked(mctx, id)
+	} else {
+		err = m.b.DeleteDeadLetter(mctx, id)
 	}
 	if !m.checkErr("deleteletter.err", call+" "+id, err, want) || want != nil {
 		return

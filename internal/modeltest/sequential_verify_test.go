@@ -823,11 +823,11 @@ func (m *seqModel) opMisc(r *rand.Rand) {
 		var page *queen.LetterPage
 		var err error
 		if kind == "dl" {
-			m.emit("_, err = b.Admin().ListDLQ(ctx, %#v)", f)
-			page, err = m.b.Admin().ListDLQ(mctx, f)
+			m.emit("_, err = b.DeadLetters(ctx, %#v)", f)
+			page, err = m.b.DeadLetters(mctx, f)
 		} else {
-			m.emit("_, err = b.Admin().ListParked(ctx, %#v)", f)
-			page, err = m.b.Admin().ListParked(mctx, f)
+			m.emit("_, err = b.ParkedMessages(ctx, %#v)", f)
+			page, err = m.b.ParkedMessages(mctx, f)
 		}
 		if !m.checkErr("letters.err", "list letters", err, nil) {
 			return
