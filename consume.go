@@ -195,7 +195,9 @@ type Consumer struct {
 // OnSuccess makes the loop call fn, instead of acking, for each message
 // whose handler succeeded: fn settles the message. An error from fn
 // counts as a failure of the message, which the loop then settles as
-// such if fn left it unsettled. Set it before the loop runs.
+// such if fn left it unsettled. fn is not called for a handler that
+// returns after a drain gave up on the loop (see [DrainError]). Set it
+// before the loop runs.
 func (c *Consumer) OnSuccess(fn func(ctx context.Context, msg *Message) error) *Consumer {
 	c.mu.Lock()
 	c.onSuccess = fn
@@ -208,7 +210,8 @@ func (c *Consumer) OnSuccess(fn func(ctx context.Context, msg *Message) error) *
 // it dlq or failed. If fn returns an error, the loop settles the message
 // as a failure with that error, if fn left it unsettled. fn is not called
 // for an error returned once the loop was asked to stop: the loop gives
-// that message back (see [Stopping]). Set it before the loop runs.
+// that message back (see [Stopping]), nor once a drain gave up on the
+// loop (see [DrainError]). Set it before the loop runs.
 func (c *Consumer) OnError(fn func(ctx context.Context, msg *Message, err error) error) *Consumer {
 	c.mu.Lock()
 	c.onError = fn
