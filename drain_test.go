@@ -105,45 +105,53 @@ func TestDrain_ListsExactlyWhatComesBack(t *testing.T) {
 	})
 }
 
-// A handler that settles its own messages (OnSuccess, or a batch handler
-// with OnSuccess) and returns after a drain gave up on the loop runs no
-// callback: its messages are reported discarded, stay leased, and come
+// A handler that settles its own messages (OnSuccess and OnError, with
+// Each or ConsumeBatch) and returns after a drain gave up on the loop runs
+// no callback: its messages are reported discarded, stay leased, and come
 // back once the lease runs out.
 func TestDrain_GivenUpLoopRunsNoLateCallback(t *testing.T) {
 	t.Parallel()
-	for _, batch := range []bool{false, true} {
-		t.Run(fmt.Sprintf("batch=%v", batch), func(t *testing.T) {
+	for _, c := range []struct {
+		batch bool
+		err   error
+	}{{false, nil}, {true, nil}, {false, errTest}, {true, errTest}} {
+		t.Run(fmt.Sprintf("batch=%v,err=%v", c.batch, c.err), func(t *testing.T) {
 			t.Parallel()
 			b, clock := clocked(t, nil)
 			pushTo(t, b, "q", "Default", numbered(1)...)
 			started, release := make(chan struct{}), make(chan struct{})
-			wait := func() { close(started); <-release }
-			var succeeded atomic.Int32
+			wait := func() error { close(started); <-release; return c.err }
+			var callbacks atomic.Int32
 			col := newCollector()
 			qb := b.Queue("q").Autopilot(false).Batch(1).DrainTimeout(time.Millisecond)
-			var c *queen.Consumer
-			if batch {
-				c = qb.ConsumeBatch(context.Background(), func(context.Context, []*queen.Message) error { wait(); return nil })
+			var cons *queen.Consumer
+			if c.batch {
+				cons = qb.ConsumeBatch(context.Background(), func(context.Context, []*queen.Message) error { return wait() })
 			} else {
-				c = qb.Each().Consume(context.Background(), func(context.Context, *queen.Message) error { wait(); return nil })
+				cons = qb.Each().Consume(context.Background(), func(context.Context, *queen.Message) error { return wait() })
 			}
-			c = c.OnSuccess(func(ctx context.Context, msg *queen.Message) error {
-				succeeded.Add(1)
+			cons = cons.OnSuccess(func(ctx context.Context, msg *queen.Message) error {
+				callbacks.Add(1)
 				_, err := b.Ack(ctx, msg, true, queen.AckOptions{})
 				return err
+			}).OnError(func(ctx context.Context, msg *queen.Message, _ error) error {
+				callbacks.Add(1)
+				_, err := b.Ack(ctx, msg, false, queen.AckOptions{})
+				return err
 			}).OnSettled(col.add)
-			require.NoError(t, c.Start(context.Background()))
+			require.NoError(t, cons.Start(context.Background()))
 			recv(t, started)
 
-			err := c.Stop(context.Background())
+			err := cons.Stop(context.Background())
 			require.ErrorIs(t, err, queen.ErrDrainTimeout)
-			close(release) // the handler returns nil after the drain gave up
+			close(release) // the handler returns after the drain gave up
 			s := recv(t, col.ch)
 			require.Equal(t, queen.OutcomeDiscarded, s.Outcome)
 			require.True(t, s.Handled)
-			recv(t, c.Done())
-			require.Zero(t, succeeded.Load(), "OnSuccess ran after the drain gave up")
-			require.Zero(t, b.Counters().Acked[queen.AckCompleted])
+			require.Equal(t, c.err, s.Err)
+			recv(t, cons.Done())
+			require.Zero(t, callbacks.Load(), "a callback ran after the drain gave up")
+			require.Zero(t, b.Counters().Acked[queen.AckCompleted]+b.Counters().Acked[queen.AckFailed])
 			require.NotEmpty(t, cursorOf(t, b, "q", "Default", "").LeaseID, "left to its lease")
 
 			clock.Advance(61 * time.Second)
