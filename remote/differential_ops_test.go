@@ -188,25 +188,7 @@ func gpushes(items []queen.PushItem) string { return repro.PushItems(items, mode
 func (x *dex) gpop(req queen.PopRequest) string { return repro.PopRequest(req, x.gtime) }
 
 func gackFields(it queen.AckItem, leaseExpr string) string {
-	var f []string
-	if leaseExpr != "" {
-		f = append(f, "LeaseID: "+leaseExpr)
-	} else if it.LeaseID != "" {
-		f = append(f, "LeaseID: "+gq(it.LeaseID))
-	}
-	if it.Group != "" {
-		f = append(f, "Group: "+gq(it.Group))
-	}
-	if it.Status != "" {
-		f = append(f, "Status: "+gq(string(it.Status)))
-	}
-	if it.Error != "" {
-		f = append(f, "Error: "+gq(it.Error))
-	}
-	if it.Delay != 0 {
-		f = append(f, "Delay: "+gdur(it.Delay))
-	}
-	return "queen.AckItem{" + strings.Join(f, ", ") + "}"
+	return "queen.AckItem{" + strings.Join(repro.AckFields(it, leaseExpr), ", ") + "}"
 }
 
 func gconfig(c queen.QueueConfig) string {

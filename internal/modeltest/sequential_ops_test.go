@@ -57,27 +57,11 @@ func (m *seqModel) gpop(req queen.PopRequest) string {
 }
 
 func gack(it queen.AckItem, expr, lexpr string) string {
+	if it.LeaseID == "" {
+		lexpr = ""
+	}
 	f := []string{"TransactionID: " + expr + ".TransactionID", "PartitionID: " + expr + ".PartitionID"}
-	switch {
-	case it.LeaseID == "":
-	case lexpr != "":
-		f = append(f, "LeaseID: "+lexpr)
-	default:
-		f = append(f, "LeaseID: "+gq(it.LeaseID))
-	}
-	if it.Group != "" {
-		f = append(f, "Group: "+gq(it.Group))
-	}
-	if it.Status != "" {
-		f = append(f, "Status: "+gq(string(it.Status)))
-	}
-	if it.Error != "" {
-		f = append(f, "Error: "+gq(it.Error))
-	}
-	if it.Delay != 0 {
-		f = append(f, "Delay: "+gdur(it.Delay))
-	}
-	return "{" + strings.Join(f, ", ") + "}"
+	return "{" + strings.Join(append(f, repro.AckFields(it, lexpr)...), ", ") + "}"
 }
 
 func gerr(err error) string {

@@ -113,3 +113,30 @@ func PopRequest(req queen.PopRequest, at func(time.Time) string) string {
 	add(req.Autopilot, "Autopilot: true")
 	return "queen.PopRequest{" + strings.Join(f, ", ") + "}"
 }
+
+// AckFields are it's fields, other than its message's ids, as Go
+// composite literal fields: LeaseID written as leaseExpr when that is not
+// empty (else quoted, when set), then Group, Status, Error and Delay when
+// set.
+func AckFields(it queen.AckItem, leaseExpr string) []string {
+	var f []string
+	switch {
+	case leaseExpr != "":
+		f = append(f, "LeaseID: "+leaseExpr)
+	case it.LeaseID != "":
+		f = append(f, "LeaseID: "+Quote(it.LeaseID))
+	}
+	if it.Group != "" {
+		f = append(f, "Group: "+Quote(it.Group))
+	}
+	if it.Status != "" {
+		f = append(f, "Status: "+Quote(string(it.Status)))
+	}
+	if it.Error != "" {
+		f = append(f, "Error: "+Quote(it.Error))
+	}
+	if it.Delay != 0 {
+		f = append(f, "Delay: "+Duration(it.Delay))
+	}
+	return f
+}
