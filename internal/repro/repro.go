@@ -114,7 +114,7 @@ func PopRequest(req queen.PopRequest, at func(time.Time) string) string {
 	return "queen.PopRequest{" + strings.Join(f, ", ") + "}"
 }
 
-// AckFields are it's fields, other than its message's ids, as Go
+// AckFields are the fields of it, other than its message's ids, as Go
 // composite literal fields: LeaseID written as leaseExpr when that is not
 // empty (else quoted, when set), then Group, Status, Error and Delay when
 // set.
