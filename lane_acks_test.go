@@ -9,7 +9,6 @@ import (
 
 	"github.com/queenlite/queen"
 	itest "github.com/queenlite/queen/internal/queentest"
-	"github.com/queenlite/queen/queentest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -56,12 +55,7 @@ func observed(t *testing.T, fn func(t *testing.T, b *queen.Broker, calls *ackCal
 			t.Parallel()
 			calls := &ackCalls{}
 			opts := &queen.Options{Observer: calls}
-			if !disk {
-				fn(t, queentest.NewBroker(t, opts), calls)
-				return
-			}
-			opts.Durability = queen.SyncNever
-			fn(t, itest.OpenDir(t, t.TempDir(), opts), calls)
+			fn(t, itest.Open(t, disk, opts), calls)
 		})
 	}
 }
@@ -317,14 +311,7 @@ func TestConsume_NextPopDoesNotWaitForTheLaneBeforeAcks(t *testing.T) {
 			seen := &popsSeen{acks: calls, third: make(chan struct{})}
 			var f faults
 			calls.gate = func() { f.check(await(seen.third), "the third pop waited for the first lane's ack") }
-			opts := &queen.Options{Observer: seen}
-			var b *queen.Broker
-			if disk {
-				opts.Durability = queen.SyncNever
-				b = itest.OpenDir(t, t.TempDir(), opts)
-			} else {
-				b = queentest.NewBroker(t, opts)
-			}
+			b := itest.Open(t, disk, &queen.Options{Observer: seen})
 			for _, p := range []string{"a", "b", "c"} {
 				pushTo(t, b, "overlap", p, numbered(1)...)
 			}

@@ -181,14 +181,7 @@ func TestModel_RandomOpsMatchModel(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			clock := itest.NewClock()
-			opts := &queen.Options{Clock: clock, MaintenanceInterval: time.Hour, MemoryBudget: modelBudget}
-			var b *queen.Broker
-			if disk {
-				opts.Durability = queen.SyncNever
-				b = itest.OpenDir(t, t.TempDir(), opts)
-			} else {
-				b = queentest.NewBroker(t, opts)
-			}
+			b := itest.Open(t, disk, &queen.Options{Clock: clock, MaintenanceInterval: time.Hour, MemoryBudget: modelBudget})
 			m := newModel(t, seed, b, clock)
 			m.run(steps, *modelWorkers)
 			t.Logf("seed %d: %v", seed, m.counts)

@@ -55,19 +55,26 @@ func Run(t *testing.T, opts *queen.Options, fn func(t *testing.T, b *queen.Broke
 			if opts == nil || opts.Clock == nil {
 				t.Parallel() // a fake clock shared by both runs must not move under the other
 			}
-			if !disk {
-				fn(t, queentest.NewBroker(t, opts))
-				return
-			}
-			o := queen.Options{}
-			if opts != nil {
-				o = *opts
-			}
-			o.InMemory = false
-			o.Durability = queen.SyncNever // keep the suite fast; durability has its own tests
-			fn(t, OpenDir(t, t.TempDir(), &o))
+			fn(t, Open(t, disk, opts))
 		})
 	}
+}
+
+// Open opens a broker with opts (nil for defaults) that is closed when the
+// test ends: in memory, or with disk in a temporary directory, at
+// SyncNever to keep the suite fast (durability has its own tests).
+func Open(tb testing.TB, disk bool, opts *queen.Options) *queen.Broker {
+	tb.Helper()
+	if !disk {
+		return queentest.NewBroker(tb, opts)
+	}
+	o := queen.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	o.InMemory = false
+	o.Durability = queen.SyncNever
+	return OpenDir(tb, tb.TempDir(), &o)
 }
 
 // DefaultEpoch is where [NewClock] starts unless the environment variable
